@@ -1,0 +1,116 @@
+"""The TrueSkill environment: model constants plus the trueskill-package call shape."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from app.rating import normal
+from app.rating.errors import RatingInputError
+from app.rating.inference import MAX_SWEEPS, TOLERANCE, draw_margin, update_ratings
+from app.rating.prediction import draw_chance, match_quality, win_probabilities
+from app.rating.rating import DEFAULT_MU, DEFAULT_SIGMA, Rating
+from app.rating.teams import read_teams
+
+
+def _positive(name: str, value: float) -> float:
+    number = float(value)
+    if not (number > 0.0) or math.isinf(number):
+        raise RatingInputError(f"{name} must be positive and finite, got {value!r}")
+    return number
+
+
+class TrueSkill:
+    """Model constants of seed 000 (Xbox Live defaults) and the operations on them.
+
+    `beta` defaults to sigma/2 and `tau` to sigma/100, as in seed 000 §5 and the
+    trueskill package.
+    """
+
+    def __init__(
+        self,
+        mu: float = DEFAULT_MU,
+        sigma: float = DEFAULT_SIGMA,
+        beta: float | None = None,
+        tau: float | None = None,
+        draw_probability: float = 0.10,
+        *,
+        tolerance: float = TOLERANCE,
+        max_sweeps: int = MAX_SWEEPS,
+    ) -> None:
+        mu = float(mu)
+        if not math.isfinite(mu):
+            raise RatingInputError(f"mu must be finite, got {mu!r}")
+        self.mu = mu
+        self.sigma = _positive("sigma", sigma)
+        self.beta = _positive("beta", self.sigma / 2.0 if beta is None else beta)
+        tau = self.sigma / 100.0 if tau is None else float(tau)
+        if not (tau >= 0.0) or math.isinf(tau):
+            raise RatingInputError(f"tau must be zero or positive and finite, got {tau!r}")
+        self.tau = tau
+        p = float(draw_probability)
+        if not (0.0 <= p < 1.0):
+            raise RatingInputError(f"draw_probability must be in [0, 1), got {draw_probability!r}")
+        self.draw_probability = p
+        # Φ⁻¹((p + 1)/2) of seed 000 §4.1, fixed per environment.
+        self.draw_z = normal.ppf((p + 1.0) / 2.0)
+        if not (tolerance > 0.0):
+            raise RatingInputError("tolerance must be positive")
+        if max_sweeps < 1:
+            raise RatingInputError("max_sweeps must be at least 1")
+        self.tolerance = float(tolerance)
+        self.max_sweeps = int(max_sweeps)
+
+    def create_rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
+        """A rating at this environment's prior, or at the given values."""
+        return Rating(self.mu if mu is None else mu, self.sigma if sigma is None else sigma)
+
+    Rating = create_rating
+
+    def rate(self, rating_groups: Any, ranks: Any = None, weights: Any = None, *, scores: Any = None,
+             ) -> list[Any]:
+        """New ratings after a match, in the structure `rating_groups` was given in.
+
+        `ranks`: lower is better, equal ranks tie (default: the order of the teams).
+        `scores`: higher is better, equal scores tie; an alternative to ranks.
+        `weights`: partial play in [0, 1] per player (nested like the groups, or a dict
+        keyed by (team index, player key)).
+        """
+        teams = read_teams(rating_groups, ranks, weights, scores)
+        results = update_ratings(teams.ratings, teams.weights, teams.ranks, self.beta, self.tau,
+                                 self.draw_z, self.tolerance, self.max_sweeps)
+        return teams.rebuild(results)
+
+    def quality(self, rating_groups: Any, weights: Any = None) -> float:
+        """Seed 000 eq. 7 (general form): how likely a draw is, relative to the fairest match."""
+        teams = read_teams(rating_groups, None, weights)
+        return match_quality(teams.ratings, teams.weights, self.beta)
+
+    def win_probability(self, rating_groups: Any, weights: Any = None) -> list[float]:
+        """The probability that each team finishes first; the list sums to 1."""
+        teams = read_teams(rating_groups, None, weights)
+        return win_probabilities(teams.ratings, teams.weights, self.beta)
+
+    def draw_probability_of(self, rating_groups: Any, weights: Any = None) -> float:
+        """The probability that two teams draw, under this environment's draw margin."""
+        teams = read_teams(rating_groups, None, weights)
+        if len(teams.ratings) != 2:
+            raise RatingInputError(f"draw probability is defined for 2 teams, got {len(teams.ratings)}")
+        size = len(teams.ratings[0]) + len(teams.ratings[1])
+        return draw_chance(teams.ratings, teams.weights, self.beta, draw_margin(self.draw_z, size, self.beta))
+
+    def expose(self, rating: Rating, k: float = 3.0) -> float:
+        """The conservative estimate mu − k·sigma (seed 000 §5 uses k = 3)."""
+        return float(rating.mu - k * rating.sigma)
+
+    def rate_1vs1(self, rating1: Rating, rating2: Rating, drawn: bool = False) -> tuple[Rating, Rating]:
+        """New ratings of a winner and a loser (or of two players who drew)."""
+        (a,), (b,) = self.rate([(rating1,), (rating2,)], ranks=[0, 0] if drawn else [0, 1])
+        return a, b
+
+    def quality_1vs1(self, rating1: Rating, rating2: Rating) -> float:
+        return self.quality([(rating1,), (rating2,)])
+
+    def __repr__(self) -> str:
+        return (f"TrueSkill(mu={self.mu:.3f}, sigma={self.sigma:.3f}, beta={self.beta:.3f}, "
+                f"tau={self.tau:.3f}, draw_probability={self.draw_probability:.1%})")

@@ -1,0 +1,232 @@
+"""Posterior skills for one match: TrueSkill's factor graph solved by message passing.
+
+Seed 000 Fig. 1: skills s_i -> performances p_i ~ N(s_i, beta²) -> team performances
+t_k = Σ w_i·p_i -> differences d_k = t_k − t_{k+1} of teams sorted by rank, each with a
+truncation factor: d_k > eps (a win) or |d_k| <= eps (a tie).
+
+Everything below the differences is Gaussian and tree-shaped, so we integrate the
+players out exactly: team k's performance has the prior N(m_k, V_k) with
+m_k = Σ w_i·mu_i and V_k = Σ w_i²·(sigma_i² + tau² + beta²) (tau is added before the
+update, seed 000 §3.1). Only the chain of truncation factors needs expectation
+propagation. With two teams there is one truncation factor and one exact pass; with
+more we sweep the chain forward and backward (the schedule of Fig. 1) until the
+messages stop moving. The messages that reach each team are then pushed back to its
+players by the exact Gaussian (Kalman) update.
+"""
+
+from __future__ import annotations
+
+import math
+
+from app.rating import truncation
+from app.rating.errors import RatingInputError
+from app.rating.normal import INV_SQRT_2PI, SQRT2
+from app.rating.rating import Rating
+
+_FAR = -truncation.CONTINUED_FRACTION_FROM * SQRT2
+_TWO_INV_SQRT_2PI = 2.0 * INV_SQRT_2PI
+_MINUS_INV_SQRT2 = -1.0 / SQRT2
+
+# Sweeps stop when no truncation factor's V moved more than this in a sweep; the
+# ratings are then within ~1e-9 of the fixed point (tests/rating check it).
+TOLERANCE = 1e-9
+MAX_SWEEPS = 200
+
+
+def draw_margin(draw_z: float, players: int, beta: float) -> float:
+    """Seed 000 §4.1: eps = Φ⁻¹((p + 1)/2)·sqrt(n1 + n2)·beta for the two compared teams."""
+    return draw_z * math.sqrt(players) * beta
+
+
+def two_teams(
+    winner: list[Rating],
+    loser: list[Rating],
+    winner_weights: list[float] | None,
+    loser_weights: list[float] | None,
+    tie: bool,
+    margin: float,
+    beta2: float,
+    tau2: float,
+) -> tuple[list[Rating], list[Rating]]:
+    """The exact posterior for two teams: one truncation factor, one pass, no iteration.
+
+    With d = t_w − t_l ~ N(m, c²), t = m/c and e = eps/c (seed 000 §3.2):
+        mu_i'    = mu_i ± w_i·s_i²/c · V(t, e)
+        sigma_i'² = s_i²·(1 − w_i²·s_i²/c² · W(t, e)),   s_i² = sigma_i² + tau².
+    1 − ratio·W is evaluated as (1 − ratio) + ratio·(1 − W) so upsets keep their digits.
+    """
+    m = 0.0
+    var = 0.0
+    if winner_weights is None:
+        for mu, sigma in winner:
+            m += mu
+            var += sigma * sigma + tau2 + beta2
+    else:
+        for (mu, sigma), w in zip(winner, winner_weights, strict=True):
+            m += w * mu
+            var += w * w * (sigma * sigma + tau2 + beta2)
+    if loser_weights is None:
+        for mu, sigma in loser:
+            m -= mu
+            var += sigma * sigma + tau2 + beta2
+    else:
+        for (mu, sigma), w in zip(loser, loser_weights, strict=True):
+            m -= w * mu
+            var += w * w * (sigma * sigma + tau2 + beta2)
+    c = math.sqrt(var)
+    if tie:
+        v, w_trunc, rest = truncation.draw(m / c, margin / c)
+    else:
+        x = (m - margin) / c
+        if x > _FAR:
+            v = _TWO_INV_SQRT_2PI * math.exp(-0.5 * x * x) / math.erfc(x * _MINUS_INV_SQRT2)
+            w_trunc = v * (v + x)
+            rest = 1.0 - w_trunc
+        else:
+            v, w_trunc, rest = truncation.win(x, 0.0)
+    shift = v / c
+    trusted = Rating._trusted
+    sqrt = math.sqrt
+    out_winner = []
+    if winner_weights is None:
+        for mu, sigma in winner:
+            s2 = sigma * sigma + tau2
+            ratio = s2 / var
+            out_winner.append(trusted(mu + s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest))))
+    else:
+        for (mu, sigma), w in zip(winner, winner_weights, strict=True):
+            s2 = sigma * sigma + tau2
+            ratio = w * w * s2 / var
+            out_winner.append(trusted(mu + w * s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest))))
+    out_loser = []
+    if loser_weights is None:
+        for mu, sigma in loser:
+            s2 = sigma * sigma + tau2
+            ratio = s2 / var
+            out_loser.append(trusted(mu - s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest))))
+    else:
+        for (mu, sigma), w in zip(loser, loser_weights, strict=True):
+            s2 = sigma * sigma + tau2
+            ratio = w * w * s2 / var
+            out_loser.append(trusted(mu - w * s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest))))
+    return out_winner, out_loser
+
+
+def update_ratings(
+    ratings: list[list[Rating]],
+    weights: list[list[float]],
+    ranks: list[float],
+    beta: float,
+    tau: float,
+    draw_z: float,
+    tolerance: float = TOLERANCE,
+    max_sweeps: int = MAX_SWEEPS,
+) -> list[list[Rating]]:
+    """New ratings, in the caller's team order, after a match with the given ranks."""
+    count = len(ratings)
+    if count == 2:
+        first = 0 if ranks[0] <= ranks[1] else 1
+        second = 1 - first
+        tie = ranks[0] == ranks[1]
+        margin = draw_margin(draw_z, len(ratings[0]) + len(ratings[1]), beta)
+        if tie and margin <= 0.0:
+            raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+        top, bottom = two_teams(ratings[first], ratings[second], weights[first], weights[second], tie,
+                                margin, beta * beta, tau * tau)
+        return [top, bottom] if first == 0 else [bottom, top]
+    order = sorted(range(count), key=ranks.__getitem__)
+    beta2 = beta * beta
+    tau2 = tau * tau
+    means = [0.0] * count
+    variances = [0.0] * count
+    for position, team in enumerate(order):
+        m = 0.0
+        v = 0.0
+        for (mu, sigma), w in zip(ratings[team], weights[team], strict=True):
+            m += w * mu
+            v += w * w * (sigma * sigma + tau2 + beta2)
+        means[position] = m
+        variances[position] = v
+
+    links = count - 1
+    margins = [0.0] * links
+    ties = [False] * links
+    for k in range(links):
+        left, right = order[k], order[k + 1]
+        ties[k] = ranks[left] == ranks[right]
+        margins[k] = draw_margin(draw_z, len(ratings[left]) + len(ratings[right]), beta)
+        if ties[k] and margins[k] <= 0.0:
+            raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+
+    # Messages of each truncation factor, pushed through its difference factor:
+    # (precision, precision·mean) sent left to t_k and right to t_{k+1}.
+    left_pi = [0.0] * count
+    left_tau = [0.0] * count
+    right_pi = [0.0] * count
+    right_tau = [0.0] * count
+    prior_pi = [1.0 / v for v in variances]
+    prior_tau = [m * p for m, p in zip(means, prior_pi, strict=True)]
+    last_v = [0.0] * links
+    # One sweep: forward over the chain, then back (seed 000 Fig. 1). right_* is indexed
+    # by the receiving team and left_* by the factor, so the cavity lookups need no branches.
+    schedule = list(range(links)) + list(range(links - 2, 0, -1))
+    exp = math.exp
+    erfc = math.erfc
+    sqrt = math.sqrt
+    for _ in range(max_sweeps):
+        moved = 0.0
+        for k in schedule:
+            j = k + 1
+            a_var = 1.0 / (prior_pi[k] + right_pi[k])
+            a_mean = (prior_tau[k] + right_tau[k]) * a_var
+            b_var = 1.0 / (prior_pi[j] + left_pi[j])
+            b_mean = (prior_tau[j] + left_tau[j]) * b_var
+            mean = a_mean - b_mean
+            var = a_var + b_var
+            c = sqrt(var)
+            if ties[k]:
+                v, w, rest = truncation.draw(mean / c, margins[k] / c)
+            else:
+                x = (mean - margins[k]) / c
+                if x > _FAR:
+                    v = _TWO_INV_SQRT_2PI * exp(-0.5 * x * x) / erfc(x * _MINUS_INV_SQRT2)
+                    w = v * (v + x)
+                    rest = 1.0 - w
+                else:
+                    v, w, rest = truncation.win(x, 0.0)
+            # The truncation factor's message to d_k: posterior over cavity, seed 000 Table 1.
+            denom = var * rest
+            d_pi = w / denom
+            d_tau = (mean * w + c * v) / denom
+            scale = 1.0 + d_pi * b_var
+            left_pi[k] = d_pi / scale
+            left_tau[k] = (d_tau + d_pi * b_mean) / scale
+            scale = 1.0 + d_pi * a_var
+            right_pi[j] = d_pi / scale
+            right_tau[j] = (d_pi * a_mean - d_tau) / scale
+            change = v - last_v[k]
+            if change > moved or -change > moved:
+                moved = abs(change)
+            last_v[k] = v
+        if moved <= tolerance:
+            break
+
+    results: list[list[Rating]] = [[] for _ in range(count)]
+    trusted = Rating._trusted
+    for position, team in enumerate(order):
+        u_pi = right_pi[position] + left_pi[position]
+        u_tau = right_tau[position] + left_tau[position]
+        var_t = variances[position]
+        shrink = 1.0 + u_pi * var_t
+        # Kalman gain along t_k = Σ w_i·p_i: cov(s_i, t_k) = w_i·s_i².
+        innovation = (u_tau - u_pi * means[position]) / shrink
+        precision_gain = u_pi / shrink
+        out = results[team]
+        for (mu, sigma), w in zip(ratings[team], weights[team], strict=True):
+            s2 = sigma * sigma + tau2
+            ws2 = w * s2
+            new_var = s2 - ws2 * ws2 * precision_gain
+            if new_var <= 0.0:
+                new_var = s2 * ((var_t - w * ws2) / var_t + (w * ws2 / var_t) / shrink)
+            out.append(trusted(mu + ws2 * innovation, math.sqrt(new_var)))
+    return results

@@ -1,0 +1,50 @@
+"""The Rating value type: a player's skill belief N(mu, sigma²)."""
+
+from __future__ import annotations
+
+import math
+from operator import itemgetter
+from typing import Any
+
+from app.rating.errors import RatingInputError
+
+DEFAULT_MU = 25.0
+DEFAULT_SIGMA = 25.0 / 3.0
+
+
+class Rating(tuple[float, float]):
+    """An immutable (mu, sigma) pair, validated on construction.
+
+    A tuple subclass so that creating the engine's outputs costs one allocation; the
+    engine builds its results with `Rating._trusted`, which skips validation of values
+    it computed itself.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, mu: float | None = None, sigma: float | None = None) -> Rating:
+        mu = DEFAULT_MU if mu is None else mu
+        sigma = DEFAULT_SIGMA if sigma is None else sigma
+        try:
+            mu = float(mu)
+            sigma = float(sigma)
+        except (TypeError, ValueError):
+            raise RatingInputError(f"mu and sigma must be numbers, got {mu!r} and {sigma!r}") from None
+        if not math.isfinite(mu):
+            raise RatingInputError(f"mu must be finite, got {mu!r}")
+        if not (sigma > 0.0) or math.isinf(sigma):
+            raise RatingInputError(f"sigma must be positive and finite, got {sigma!r}")
+        return tuple.__new__(cls, (mu, sigma))
+
+    mu: float = property(itemgetter(0))  # type: ignore[assignment]
+    sigma: float = property(itemgetter(1))  # type: ignore[assignment]
+
+    @classmethod
+    def _trusted(cls, mu: float, sigma: float) -> Rating:
+        return tuple.__new__(cls, (mu, sigma))
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return (self[0], self[1])
+
+    def __repr__(self) -> str:
+        return f"Rating(mu={self[0]:.3f}, sigma={self[1]:.3f})"

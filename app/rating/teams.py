@@ -1,0 +1,168 @@
+"""Turning the caller's rating groups into flat numbers, and the results back.
+
+The call shape is the `trueskill` package's: a sequence of teams, each a sequence of
+ratings or a dict from player key to rating; ranks (lower is better) or scores
+(higher is better); and partial-play weights as nested sequences or a dict keyed by
+(team index, player key). Every shape error raises RatingInputError naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.rating.errors import RatingInputError
+from app.rating.rating import Rating
+
+RatingGroup = Sequence[Rating] | Mapping[Any, Rating]
+Weights = Sequence[Sequence[float]] | Mapping[tuple[int, Any], float]
+
+
+@dataclass(slots=True)
+class Teams:
+    """The flat form the inference works on, in the caller's team order."""
+
+    ratings: list[list[Rating]]
+    weights: list[list[float]]
+    keys: list[list[Any]] | None
+    # One entry per team, lower is better, equal is a tie.
+    ranks: list[float]
+
+    def rebuild(self, results: list[list[Rating]]) -> list[Any]:
+        """Give results back in the structure the caller used."""
+        if self.keys is None:
+            return [tuple(team) for team in results]
+        return [dict(zip(keys, team, strict=True)) for keys, team in zip(self.keys, results, strict=True)]
+
+
+def _as_rating(value: Any, team: int) -> Rating:
+    if type(value) is Rating:
+        return value
+    if isinstance(value, Rating):
+        return value
+    mu = getattr(value, "mu", None)
+    sigma = getattr(value, "sigma", None)
+    if mu is None or sigma is None:
+        raise RatingInputError(f"team {team} holds {value!r}, which is not a Rating")
+    return Rating(mu, sigma)
+
+
+def read_groups(rating_groups: Any) -> tuple[list[list[Rating]], list[list[Any]] | None]:
+    """Validate the teams; return their ratings and, for dict groups, their keys."""
+    if isinstance(rating_groups, (str, bytes, Mapping)) or not isinstance(rating_groups, Sequence):
+        raise RatingInputError("rating_groups must be a sequence of teams")
+    if len(rating_groups) < 2:
+        raise RatingInputError(f"a match needs at least 2 teams, got {len(rating_groups)}")
+    ratings: list[list[Rating]] = []
+    keys: list[list[Any]] | None = None
+    if isinstance(rating_groups[0], Mapping):
+        keys = []
+        seen: set[Any] = set()
+        for index, group in enumerate(rating_groups):
+            if not isinstance(group, Mapping):
+                raise RatingInputError("teams must all be dicts or all be sequences, not a mix")
+            if not group:
+                raise RatingInputError(f"team {index} is empty")
+            for key in group:
+                if key in seen:
+                    raise RatingInputError(f"player {key!r} appears twice")
+                seen.add(key)
+            keys.append(list(group.keys()))
+            ratings.append([_as_rating(r, index) for r in group.values()])
+        return ratings, keys
+    for index, group in enumerate(rating_groups):
+        if isinstance(group, Mapping) or isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
+            if isinstance(group, Mapping):
+                raise RatingInputError("teams must all be dicts or all be sequences, not a mix")
+            raise RatingInputError(f"team {index} must be a sequence of ratings")
+        if not group:
+            raise RatingInputError(f"team {index} is empty")
+        ratings.append([_as_rating(r, index) for r in group])
+    return ratings, None
+
+
+def _finite_list(values: Any, name: str, count: int) -> list[float]:
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence):
+        raise RatingInputError(f"{name} must be a sequence with one entry per team")
+    if len(values) != count:
+        raise RatingInputError(f"{name} has {len(values)} entries for {count} teams")
+    out: list[float] = []
+    for value in values:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise RatingInputError(f"{name} must be numbers, got {value!r}") from None
+        if not math.isfinite(number):
+            raise RatingInputError(f"{name} must be finite, got {value!r}")
+        out.append(number)
+    return out
+
+
+def read_ranks(ranks: Any, scores: Any, count: int) -> list[float]:
+    """Ranks (lower is better) from either ranks or scores (higher is better)."""
+    if ranks is not None and scores is not None:
+        raise RatingInputError("give ranks or scores, not both")
+    if scores is not None:
+        return [-s for s in _finite_list(scores, "scores", count)]
+    if ranks is None:
+        return [float(i) for i in range(count)]
+    return _finite_list(ranks, "ranks", count)
+
+
+def _weight(value: Any, team: int, player: Any) -> float:
+    try:
+        weight = float(value)
+    except (TypeError, ValueError):
+        raise RatingInputError(f"weight of team {team} player {player!r} must be a number") from None
+    if not (0.0 <= weight <= 1.0):
+        raise RatingInputError(f"weight of team {team} player {player!r} must be in [0, 1], got {value!r}")
+    return weight
+
+
+def read_weights(weights: Any, ratings: list[list[Rating]], keys: list[list[Any]] | None) -> list[list[float]]:
+    """Partial-play weights in [0, 1], one per player, 1 where not given."""
+    if weights is None:
+        return [[1.0] * len(team) for team in ratings]
+    if isinstance(weights, Mapping):
+        out = [[1.0] * len(team) for team in ratings]
+        for where, value in weights.items():
+            if not (isinstance(where, tuple) and len(where) == 2):
+                raise RatingInputError(f"weight keys must be (team index, player), got {where!r}")
+            team, player = where
+            if not isinstance(team, int) or not 0 <= team < len(ratings):
+                raise RatingInputError(f"weight for unknown team {team!r}")
+            if keys is not None:
+                if player not in keys[team]:
+                    raise RatingInputError(f"weight for player {player!r}, who is not in team {team}")
+                index = keys[team].index(player)
+            else:
+                if not isinstance(player, int) or not 0 <= player < len(ratings[team]):
+                    raise RatingInputError(f"weight for unknown player {player!r} of team {team}")
+                index = player
+            out[team][index] = _weight(value, team, player)
+        return _checked_teams(out)
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != len(ratings):
+        raise RatingInputError(f"weights must have one entry per team ({len(ratings)})")
+    out = []
+    for index, (team_weights, team) in enumerate(zip(weights, ratings, strict=True)):
+        if isinstance(team_weights, (str, bytes)) or not isinstance(team_weights, Sequence):
+            raise RatingInputError(f"weights of team {index} must be a sequence")
+        if len(team_weights) != len(team):
+            raise RatingInputError(
+                f"weights of team {index} have {len(team_weights)} entries for {len(team)} players")
+        out.append([_weight(w, index, j) for j, w in enumerate(team_weights)])
+    return _checked_teams(out)
+
+
+def _checked_teams(weights: list[list[float]]) -> list[list[float]]:
+    for index, team in enumerate(weights):
+        if not any(team):
+            raise RatingInputError(f"team {index} has no player with a positive weight")
+    return weights
+
+
+def read_teams(rating_groups: Any, ranks: Any = None, weights: Any = None, scores: Any = None) -> Teams:
+    ratings, keys = read_groups(rating_groups)
+    return Teams(ratings, read_weights(weights, ratings, keys), keys, read_ranks(ranks, scores, len(ratings)))
