@@ -66,8 +66,12 @@ def expose(rating: Rating, k: float = 3.0) -> float:
     return _global_env.expose(rating, k)
 
 
-def rate_1vs1(rating1: Rating, rating2: Rating, drawn: bool = False, env: TrueSkill | None = None,
-              ) -> tuple[Rating, Rating]:
+def rate_1vs1(
+    rating1: Rating,
+    rating2: Rating,
+    drawn: bool = False,
+    env: TrueSkill | None = None,
+) -> tuple[Rating, Rating]:
     return (env or _global_env).rate_1vs1(rating1, rating2, drawn)
 
 

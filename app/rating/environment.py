@@ -65,10 +65,14 @@ class TrueSkill:
         """A rating at this environment's prior, or at the given values."""
         return Rating(self.mu if mu is None else mu, self.sigma if sigma is None else sigma)
 
-    Rating = create_rating
-
-    def rate(self, rating_groups: Any, ranks: Any = None, weights: Any = None, *, scores: Any = None,
-             ) -> list[Any]:
+    def rate(
+        self,
+        rating_groups: Any,
+        ranks: Any = None,
+        weights: Any = None,
+        *,
+        scores: Any = None,
+    ) -> list[Any]:
         """New ratings after a match, in the structure `rating_groups` was given in.
 
         `ranks`: lower is better, equal ranks tie (default: the order of the teams).
@@ -77,8 +81,16 @@ class TrueSkill:
         keyed by (team index, player key)).
         """
         teams = read_teams(rating_groups, ranks, weights, scores)
-        results = update_ratings(teams.ratings, teams.weights, teams.ranks, self.beta, self.tau,
-                                 self.draw_z, self.tolerance, self.max_sweeps)
+        results = update_ratings(
+            teams.ratings,
+            teams.weights,
+            teams.ranks,
+            self.beta,
+            self.tau,
+            self.draw_z,
+            self.tolerance,
+            self.max_sweeps,
+        )
         return teams.rebuild(results)
 
     def quality(self, rating_groups: Any, weights: Any = None) -> float:
@@ -112,5 +124,11 @@ class TrueSkill:
         return self.quality([(rating1,), (rating2,)])
 
     def __repr__(self) -> str:
-        return (f"TrueSkill(mu={self.mu:.3f}, sigma={self.sigma:.3f}, beta={self.beta:.3f}, "
-                f"tau={self.tau:.3f}, draw_probability={self.draw_probability:.1%})")
+        return (
+            f"TrueSkill(mu={self.mu:.3f}, sigma={self.sigma:.3f}, beta={self.beta:.3f}, "
+            f"tau={self.tau:.3f}, draw_probability={self.draw_probability:.1%})"
+        )
+
+
+# trueskill's spelling of create_rating: `env.Rating(mu, sigma)`.
+TrueSkill.Rating = TrueSkill.create_rating  # type: ignore[attr-defined]

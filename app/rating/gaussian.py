@@ -16,8 +16,9 @@ class Gaussian:
 
     __slots__ = ("pi", "tau")
 
-    def __init__(self, mu: float | None = None, sigma: float | None = None, *, pi: float = 0.0,
-                 tau: float = 0.0) -> None:
+    def __init__(
+        self, mu: float | None = None, sigma: float | None = None, *, pi: float = 0.0, tau: float = 0.0
+    ) -> None:
         if mu is not None:
             if sigma is None:
                 raise RatingInputError("a Gaussian with a mean needs a sigma")

@@ -20,10 +20,10 @@ import math
 
 from app.rating import truncation
 from app.rating.errors import RatingInputError
-from app.rating.normal import INV_SQRT_2PI, SQRT2
+from app.rating.normal import CONTINUED_FRACTION_FROM, INV_SQRT_2PI, SQRT2
 from app.rating.rating import Rating
 
-_FAR = -truncation.CONTINUED_FRACTION_FROM * SQRT2
+_FAR = -CONTINUED_FRACTION_FROM * SQRT2
 _TWO_INV_SQRT_2PI = 2.0 * INV_SQRT_2PI
 _MINUS_INV_SQRT2 = -1.0 / SQRT2
 
@@ -131,8 +131,16 @@ def update_ratings(
         margin = draw_margin(draw_z, len(ratings[0]) + len(ratings[1]), beta)
         if tie and margin <= 0.0:
             raise RatingInputError("a tie cannot be rated when draw_probability is 0")
-        top, bottom = two_teams(ratings[first], ratings[second], weights[first], weights[second], tie,
-                                margin, beta * beta, tau * tau)
+        top, bottom = two_teams(
+            ratings[first],
+            ratings[second],
+            weights[first],
+            weights[second],
+            tie,
+            margin,
+            beta * beta,
+            tau * tau,
+        )
         return [top, bottom] if first == 0 else [bottom, top]
     order = sorted(range(count), key=ranks.__getitem__)
     beta2 = beta * beta

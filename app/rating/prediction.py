@@ -19,8 +19,11 @@ from app.rating import normal
 from app.rating.rating import Rating
 
 
-def team_moments(ratings: list[list[Rating]], weights: list[list[float]], beta2: float,
-                 ) -> tuple[list[float], list[float], list[float]]:
+def team_moments(
+    ratings: list[list[Rating]],
+    weights: list[list[float]],
+    beta2: float,
+) -> tuple[list[float], list[float], list[float]]:
     """Per team: Σ w·mu, Σ w²·(sigma² + beta²) and Σ w²·beta²."""
     means, spreads, noise = [], [], []
     for team, team_weights in zip(ratings, weights, strict=True):

@@ -73,7 +73,7 @@ def read_groups(rating_groups: Any) -> tuple[list[list[Rating]], list[list[Any]]
             ratings.append([_as_rating(r, index) for r in group.values()])
         return ratings, keys
     for index, group in enumerate(rating_groups):
-        if isinstance(group, Mapping) or isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
+        if isinstance(group, (Mapping, str, bytes)) or not isinstance(group, Sequence):
             if isinstance(group, Mapping):
                 raise RatingInputError("teams must all be dicts or all be sequences, not a mix")
             raise RatingInputError(f"team {index} must be a sequence of ratings")
@@ -121,7 +121,9 @@ def _weight(value: Any, team: int, player: Any) -> float:
     return weight
 
 
-def read_weights(weights: Any, ratings: list[list[Rating]], keys: list[list[Any]] | None) -> list[list[float]]:
+def read_weights(
+    weights: Any, ratings: list[list[Rating]], keys: list[list[Any]] | None
+) -> list[list[float]]:
     """Partial-play weights in [0, 1], one per player, 1 where not given."""
     if weights is None:
         return [[1.0] * len(team) for team in ratings]
@@ -151,7 +153,8 @@ def read_weights(weights: Any, ratings: list[list[Rating]], keys: list[list[Any]
             raise RatingInputError(f"weights of team {index} must be a sequence")
         if len(team_weights) != len(team):
             raise RatingInputError(
-                f"weights of team {index} have {len(team_weights)} entries for {len(team)} players")
+                f"weights of team {index} have {len(team_weights)} entries for {len(team)} players"
+            )
         out.append([_weight(w, index, j) for j, w in enumerate(team_weights)])
     return _checked_teams(out)
 

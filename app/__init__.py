@@ -1,0 +1,1 @@
+"""Skill service: TrueSkill ratings and matchmaking over HTTP."""

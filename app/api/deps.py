@@ -1,0 +1,76 @@
+"""Dependencies: settings, the per-request transaction, Redis, and scope checks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from app.auth import service as auth_service
+from app.auth.keys import Scope
+from app.config import Settings
+from app.db.models import ApiKey
+
+
+@dataclass
+class Resources:
+    """What the lifespan builds once and every request shares."""
+
+    settings: Settings
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    redis: Redis
+
+
+def resources(request: Request) -> Resources:
+    res: Resources = request.app.state.resources
+    return res
+
+
+def get_settings(res: Annotated[Resources, Depends(resources)]) -> Settings:
+    return res.settings
+
+
+async def get_session(res: Annotated[Resources, Depends(resources)]) -> AsyncIterator[AsyncSession]:
+    """One transaction per request: commit when the handler returns, roll back on error."""
+    async with res.sessions() as session, session.begin():
+        yield session
+
+
+def get_redis(res: Annotated[Resources, Depends(resources)]) -> Redis:
+    return res.redis
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
+RedisDep = Annotated[Redis, Depends(get_redis)]
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if not header:
+        return None
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def require(scope: Scope) -> Callable[..., Awaitable[ApiKey]]:
+    """A dependency that lets a request through only with a key holding `scope`."""
+
+    async def check(request: Request, session: SessionDep) -> ApiKey:
+        key = await auth_service.authenticate(session, _bearer(request), scope)
+        request.state.api_key_id = key.id
+        return key
+
+    check.__name__ = f"require_{scope.name}"
+    return check
+
+
+ReadKey = Annotated[ApiKey, Depends(require(Scope.read))]
+AdminKey = Annotated[ApiKey, Depends(require(Scope.admin))]
+ResultsKey = Annotated[ApiKey, Depends(require(Scope.results_write))]
+MatchmakingKey = Annotated[ApiKey, Depends(require(Scope.matchmaking))]

@@ -1,0 +1,60 @@
+"""Liveness, readiness and Prometheus metrics (no key needed)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from app.api.deps import Resources, resources
+from app.api.problems import problem
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", operation_id="healthz")
+async def healthz() -> dict[str, str]:
+    """200 while the process lives."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", operation_id="readyz", responses={503: {"description": "A dependency is down"}})
+async def readyz(request: Request, res: Annotated[Resources, Depends(resources)]) -> Response:
+    """200 when PostgreSQL and Redis answer; 503 naming the one that does not."""
+    failed: list[str] = []
+
+    async def check_postgres() -> None:
+        try:
+            async with asyncio.timeout(2.0), res.engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+        except Exception:
+            failed.append("postgres")
+
+    async def check_redis() -> None:
+        try:
+            async with asyncio.timeout(2.0):
+                await res.redis.ping()
+        except Exception:
+            failed.append("redis")
+
+    await asyncio.gather(check_postgres(), check_redis())
+    if failed:
+        return problem(
+            503, f"not ready: {', '.join(sorted(failed))} unavailable", request, headers={"Retry-After": "2"}
+        )
+    return JSONResponse({"status": "ready", "postgres": "ok", "redis": "ok"})
+
+
+@router.get(
+    "/metrics",
+    operation_id="metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}},
+)
+async def metrics() -> Response:
+    """Prometheus text format."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,93 @@
+"""Use cases for API keys: create, list, revoke, authenticate, bootstrap."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import keys, repository
+from app.auth.keys import Scope
+from app.db.models import ApiKey
+from app.errors import Forbidden, NotFound, Unauthorized
+
+
+async def create_key(session: AsyncSession, name: str, scopes: list[Scope]) -> tuple[ApiKey, str]:
+    key_id, key = keys.new_key()
+    row = ApiKey(
+        id=key_id,
+        name=name,
+        key_hash=keys.hash_key(key),
+        scopes=[s.value for s in scopes],
+        created_at=dt.datetime.now(dt.UTC),
+    )
+    session.add(row)
+    await session.flush()
+    return row, key
+
+
+async def list_keys(session: AsyncSession) -> list[ApiKey]:
+    return await repository.list_all(session)
+
+
+async def revoke_key(session: AsyncSession, key_id: str) -> None:
+    if not await repository.revoke(session, key_id):
+        raise NotFound(f"no active key {key_id!r}")
+
+
+async def authenticate(session: AsyncSession, presented: str | None, needed: Scope) -> ApiKey:
+    """The key's row if it is known, active and holds `needed` (admin holds every scope)."""
+    if not presented:
+        raise Unauthorized("missing API key: send Authorization: Bearer <key>")
+    key_id = keys.key_id_of(presented) or keys.bootstrap_id(presented)
+    row = await repository.get(session, key_id)
+    if row is None or row.revoked_at is not None or not keys.matches(row.key_hash, presented):
+        raise Unauthorized("unknown or revoked API key")
+    if needed.value not in row.scopes and Scope.admin.value not in row.scopes:
+        raise Forbidden(f"this key lacks the {needed.value!r} scope")
+    return row
+
+
+async def ensure_bootstrap_key(session: AsyncSession, configured: str | None) -> str | None:
+    """Make sure an admin key exists. Returns a newly generated key to print, else None.
+
+    With ADMIN_API_KEY set, that key is the bootstrap key (earlier generated ones are
+    revoked). Without it, one key is generated the first time and never again.
+    """
+    current = await repository.active_bootstrap(session)
+    if configured is not None:
+        wanted = keys.bootstrap_id(configured)
+        for row in current:
+            if row.id != wanted:
+                row.revoked_at = dt.datetime.now(dt.UTC)
+        existing = await repository.get(session, wanted)
+        if existing is None:
+            session.add(
+                ApiKey(
+                    id=wanted,
+                    name="bootstrap admin (ADMIN_API_KEY)",
+                    key_hash=keys.hash_key(configured),
+                    scopes=[Scope.admin.value],
+                    bootstrap=True,
+                    created_at=dt.datetime.now(dt.UTC),
+                )
+            )
+        elif existing.revoked_at is not None:
+            existing.revoked_at = None
+        await session.flush()
+        return None
+    if current:
+        return None
+    key_id, key = keys.new_key()
+    session.add(
+        ApiKey(
+            id=key_id,
+            name="bootstrap admin (generated)",
+            key_hash=keys.hash_key(key),
+            scopes=[Scope.admin.value],
+            bootstrap=True,
+            created_at=dt.datetime.now(dt.UTC),
+        )
+    )
+    await session.flush()
+    return key

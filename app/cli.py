@@ -1,0 +1,194 @@
+"""Command line: `python -m app serve | migrate | keys create | openapi`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+import psycopg
+from pydantic import ValidationError
+
+from app.config import Settings, describe_error
+from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
+
+
+class Abort(Exception):
+    """Stops the command with one line for the operator."""
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise Abort(describe_error(exc)) from None
+
+
+def wait_for_postgres(url: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with psycopg.connect(url, connect_timeout=3) as conn:
+                conn.execute("SELECT 1")
+            return
+        except psycopg.Error as exc:
+            if time.monotonic() >= deadline:
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+                raise Abort(
+                    f"configuration error: cannot reach the database after {seconds:g}s: {reason}"
+                ) from None
+            time.sleep(0.5)
+
+
+def wait_for_redis(url: str, seconds: float) -> None:
+    from redis import Redis
+    from redis.exceptions import RedisError
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            client = Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+            client.ping()
+            client.close()
+            return
+        except (RedisError, OSError, ValueError) as exc:
+            if time.monotonic() >= deadline:
+                raise Abort(f"configuration error: cannot reach Redis after {seconds:g}s: {exc}") from None
+            time.sleep(0.5)
+
+
+def prepare(settings: Settings, embedded: EmbeddedServers) -> tuple[str, str]:
+    """Start what is embedded, wait for both servers and migrate. Returns (db url, redis url)."""
+    try:
+        database_url = settings.database_url or embedded.start_postgres()
+        redis_url = settings.redis_url or embedded.start_redis()
+    except EmbeddedUnavailable as exc:
+        raise Abort(f"configuration error: {exc}") from None
+    wait_for_postgres(database_url, settings.db_connect_wait_s)
+    wait_for_redis(redis_url, settings.db_connect_wait_s)
+    from app.db.migrate import upgrade
+
+    upgrade(database_url)
+    return database_url, redis_url
+
+
+async def _bootstrap(settings: Settings, database_url: str) -> str | None:
+    from app.auth.service import ensure_bootstrap_key
+    from app.db.engine import build_engine, build_sessionmaker
+
+    engine = build_engine(settings, database_url)
+    try:
+        async with build_sessionmaker(engine)() as session, session.begin():
+            configured = settings.admin_api_key.get_secret_value() if settings.admin_api_key else None
+            return await ensure_bootstrap_key(session, configured)
+    finally:
+        await engine.dispose()
+
+
+def serve(settings: Settings) -> None:
+    import uvicorn
+
+    from app import logs
+
+    logs.configure(settings.log_format, settings.log_level)
+    embedded = EmbeddedServers(settings.data_dir)
+    try:
+        database_url, redis_url = prepare(settings, embedded)
+        key = asyncio.run(_bootstrap(settings, database_url))
+        if key is not None:
+            print(f"Bootstrap admin API key (shown once, store it now): {key}", flush=True)
+        # Workers inherit the resolved servers, so they never start embedded ones themselves.
+        os.environ["DATABASE_URL"] = database_url
+        os.environ["REDIS_URL"] = redis_url
+        print(f"Serving on http://{settings.host}:{settings.port} (docs at /docs)", flush=True)
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=settings.workers,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+        )
+    finally:
+        embedded.stop()
+
+
+def migrate(settings: Settings) -> None:
+    embedded = EmbeddedServers(settings.data_dir)
+    try:
+        prepare(settings, embedded)
+        print("database is at the latest migration")
+    finally:
+        embedded.stop()
+
+
+def create_key(settings: Settings, name: str, scopes_text: str) -> None:
+    from app.auth.keys import parse_scopes
+
+    try:
+        scopes = parse_scopes(scopes_text)
+    except ValueError as exc:
+        raise Abort(f"--scopes: {exc}") from None
+    embedded = EmbeddedServers(settings.data_dir)
+    try:
+        database_url, _ = prepare(settings, embedded)
+        print(asyncio.run(_create_key(settings, database_url, name, scopes)))
+    finally:
+        embedded.stop()
+
+
+async def _create_key(settings: Settings, database_url: str, name: str, scopes: list) -> str:  # type: ignore[type-arg]
+    from app.auth.service import create_key as create
+    from app.db.engine import build_engine, build_sessionmaker
+
+    engine = build_engine(settings, database_url)
+    try:
+        async with build_sessionmaker(engine)() as session, session.begin():
+            row, key = await create(session, name, scopes)
+            return json.dumps({"id": row.id, "name": name, "scopes": [s.value for s in scopes], "key": key})
+    finally:
+        await engine.dispose()
+
+
+def openapi_document() -> str:
+    from app.main import create_app
+
+    return json.dumps(create_app(Settings()).openapi(), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app", description="Skill service")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("serve", help="migrate, then serve HTTP")
+    commands.add_parser("migrate", help="upgrade the database to the latest migration")
+    commands.add_parser("openapi", help="print the OpenAPI document")
+    keys = commands.add_parser("keys", help="manage API keys").add_subparsers(dest="action", required=True)
+    create = keys.add_parser("create", help="create an API key and print it once")
+    create.add_argument("--name", required=True)
+    create.add_argument(
+        "--scopes", required=True, help="comma-separated: results:write,matchmaking,read,admin"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "openapi":
+            sys.stdout.write(openapi_document())
+            return 0
+        settings = load_settings()
+        if args.command == "serve":
+            serve(settings)
+        elif args.command == "migrate":
+            migrate(settings)
+        elif args.command == "keys":
+            create_key(settings, args.name, args.scopes)
+    except Abort as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0

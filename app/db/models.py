@@ -1,0 +1,157 @@
+"""The tables of DESIGN.md. Alembic owns the schema; these models mirror it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base
+
+ID = String(128)
+Timestamp = DateTime(timezone=True)
+
+
+class Mode(Base):
+    """A rating scale with its own model parameters and, optionally, a queue shape."""
+
+    __tablename__ = "modes"
+
+    name: Mapped[str] = mapped_column(ID, primary_key=True)
+    mu: Mapped[float] = mapped_column(Double, server_default=text("25.0"))
+    sigma: Mapped[float] = mapped_column(Double, server_default=text("8.333333333333334"))
+    beta: Mapped[float] = mapped_column(Double, server_default=text("4.166666666666667"))
+    tau: Mapped[float] = mapped_column(Double, server_default=text("0.08333333333333333"))
+    draw_probability: Mapped[float] = mapped_column(Double, server_default=text("0.1"))
+    conservative_k: Mapped[float] = mapped_column(Double, server_default=text("3.0"))
+    team_performance: Mapped[str] = mapped_column(String(32), server_default=text("'sum'"))
+    tie_model: Mapped[str] = mapped_column(String(32), server_default=text("'chain'"))
+    teams: Mapped[int] = mapped_column(Integer, server_default=text("2"))
+    team_size: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    min_matches_for_leaderboard: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
+    updated_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint("sigma > 0 AND beta > 0 AND tau >= 0", name="positive_scales"),
+        CheckConstraint("draw_probability >= 0 AND draw_probability < 1", name="draw_probability"),
+    )
+
+
+class Player(Base):
+    __tablename__ = "players"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
+
+
+class Rating(Base):
+    """One player's current skill in one mode, with counters."""
+
+    __tablename__ = "ratings"
+
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"), primary_key=True)
+    mu: Mapped[float] = mapped_column(Double)
+    sigma: Mapped[float] = mapped_column(Double)
+    # mu − k·sigma with the mode's k, kept by the writing transaction for leaderboards.
+    conservative: Mapped[float] = mapped_column(Double)
+    matches: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    wins: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    losses: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    draws: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    last_played_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    updated_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (
+        Index("ix_ratings_leaderboard", "mode", conservative.desc(), "player_id"),
+        CheckConstraint("sigma > 0", name="positive_sigma"),
+    )
+
+
+class Match(Base):
+    """A rated match: the idempotency record and its stored response."""
+
+    __tablename__ = "matches"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    match_id: Mapped[str] = mapped_column(ID, unique=True)
+    mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"))
+    played_at: Mapped[dt.datetime] = mapped_column(Timestamp)
+    body_hash: Mapped[str] = mapped_column(String(64))
+    quality: Mapped[float] = mapped_column(Double)
+    response: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    void: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (Index("ix_matches_mode_played_at", "mode", "played_at", "id"),)
+
+
+class MatchPlayer(Base):
+    """One participant of a match, with the rating before and after it."""
+
+    __tablename__ = "match_players"
+
+    match_pk: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    mode: Mapped[str] = mapped_column(ID)
+    team: Mapped[int] = mapped_column(Integer)
+    rank: Mapped[float] = mapped_column(Double)
+    weight: Mapped[float] = mapped_column(Double, server_default=text("1.0"))
+    mu_before: Mapped[float] = mapped_column(Double)
+    sigma_before: Mapped[float] = mapped_column(Double)
+    mu_after: Mapped[float] = mapped_column(Double)
+    sigma_after: Mapped[float] = mapped_column(Double)
+
+    __table_args__ = (Index("ix_match_players_player", "player_id", "mode", match_pk.desc()),)
+
+
+class ApiKey(Base):
+    """An API key: only its SHA-256 hash is stored."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    scopes: Mapped[list[str]] = mapped_column(ARRAY(String(32)))
+    bootstrap: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+
+
+class Job(Base):
+    """A history job (replay or smooth) and its progress."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16), server_default=text("'queued'"))
+    progress: Mapped[float] = mapped_column(Double, server_default=text("0.0"))
+    params: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
+    started_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+
+    __table_args__ = (CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name="status"),)

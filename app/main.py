@@ -1,0 +1,77 @@
+"""The app factory. Engine, Redis client and settings are built in the lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from redis.asyncio import Redis
+from sqlalchemy import text
+
+from app.api import health, keys, problems
+from app.api.deps import Resources
+from app.api.middleware import BodyLimit, RequestContext
+from app.config import Settings
+from app.db.engine import build_engine, build_sessionmaker
+from app.infra.embedded import EmbeddedServers
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """TrueSkill ratings and matchmaking.
+
+Every error is `application/problem+json` (RFC 9457). Authenticate with
+`Authorization: Bearer <api-key>`; scopes are `results:write`, `matchmaking`, `read` and
+`admin` (which holds every scope)."""
+
+
+def build_redis(settings: Settings, url: str) -> Redis:
+    return Redis.from_url(
+        url,
+        socket_timeout=settings.redis_timeout_s,
+        socket_connect_timeout=settings.redis_timeout_s,
+        health_check_interval=30,
+    )
+
+
+async def wait_for_database(engine: object, seconds: float) -> None:
+    """Retry SELECT 1 until the database answers or `seconds` pass; then raise."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while True:
+        try:
+            async with engine.connect() as conn:  # type: ignore[attr-defined]
+                await conn.execute(text("SELECT 1"))
+            return
+        except Exception as exc:
+            if asyncio.get_running_loop().time() >= deadline:
+                raise ConnectionError(f"cannot reach the database after {seconds:g}s: {exc}") from exc
+            await asyncio.sleep(0.5)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        config = settings or Settings()
+        embedded = EmbeddedServers(config.data_dir)
+        database_url = config.database_url or embedded.start_postgres()
+        redis_url = config.redis_url or embedded.start_redis()
+        engine = build_engine(config, database_url)
+        redis = build_redis(config, redis_url)
+        app.state.resources = Resources(config, engine, build_sessionmaker(engine), redis)
+        try:
+            yield
+        finally:
+            await redis.aclose()
+            await engine.dispose()
+            embedded.stop()
+
+    app = FastAPI(title="Skill service", version="1.0.0", description=DESCRIPTION, lifespan=lifespan)
+    problems.install(app)
+    for router in (health.router, keys.router):
+        app.include_router(router)
+    max_body = (settings or Settings()).max_body_bytes
+    app.add_middleware(BodyLimit, max_bytes=max_body)
+    app.add_middleware(RequestContext)
+    return app

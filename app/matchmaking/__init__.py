@@ -1,0 +1,1 @@
+"""Pure matchmaking algorithms (team balancing, candidate matches); no Redis here."""

@@ -1,0 +1,51 @@
+"""Alembic environment: migrations run on a synchronous psycopg 3 connection."""
+
+from __future__ import annotations
+
+import os
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+from app.config import sqlalchemy_url
+from app.db import models  # noqa: F401 - registers the tables
+from app.db.base import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _url() -> str:
+    url = config.attributes.get("url") or os.environ.get("DATABASE_URL")
+    if not url:
+        raise SystemExit(
+            "DATABASE_URL is not set (or run `python -m app migrate`, which starts the embedded one)"
+        )
+    return sqlalchemy_url(url)
+
+
+def run_migrations_offline() -> None:
+    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True, compare_type=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    engine = create_engine(_url(), poolclass=pool.NullPool)
+    with engine.connect() as conn:
+        context.configure(connection=conn, target_metadata=target_metadata, compare_type=True)
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

@@ -1,0 +1,75 @@
+"""A bad configuration stops the process with one clear line, not a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from app.config import Settings, describe_error, sqlalchemy_url
+
+
+def run_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "PORT")}
+    return subprocess.run(
+        [sys.executable, "-m", "app", "serve"],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "names"),
+    [
+        ({"PORT": "eighty"}, "PORT"),
+        ({"PORT": "70000"}, "PORT"),
+        ({"LOG_FORMAT": "xml"}, "LOG_FORMAT"),
+        ({"DATABASE_URL": "mysql://db/x"}, "DATABASE_URL"),
+        ({"REDIS_URL": "http://cache"}, "REDIS_URL"),
+        ({"ADMIN_API_KEY": "short"}, "ADMIN_API_KEY"),
+    ],
+)
+def test_bad_setting_is_one_line(env: dict[str, str], names: str) -> None:
+    result = run_serve(env)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("configuration error: ") and names in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_unreachable_database_after_bounded_wait(redis_url: str) -> None:
+    result = run_serve(
+        {
+            "DATABASE_URL": "postgresql://postgres@127.0.0.1:1/nowhere",
+            "REDIS_URL": redis_url,
+            "DB_CONNECT_WAIT_S": "1",
+        }
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "cannot reach the database after 1s" in lines[0]
+
+
+def test_defaults() -> None:
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert (settings.host, settings.port, settings.log_format) == ("127.0.0.1", 8000, "text")
+    assert str(settings.data_dir) == ".data"
+
+
+def test_describe_error_lists_every_bad_name() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings(port=0, log_format="yaml")  # type: ignore[arg-type]
+    line = describe_error(caught.value)
+    assert "PORT" in line and "LOG_FORMAT" in line and "\n" not in line
+
+
+def test_psycopg_dialect_is_chosen() -> None:
+    assert sqlalchemy_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert sqlalchemy_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
