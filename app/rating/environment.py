@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from app.rating import normal
+from app.rating.batch import Array, rate_two_team_batch
 from app.rating.errors import RatingInputError
 from app.rating.inference import MAX_SWEEPS, TOLERANCE, draw_margin, update_ratings
 from app.rating.prediction import draw_chance, match_quality, win_probabilities
@@ -119,6 +123,41 @@ class TrueSkill:
         """New ratings of a winner and a loser (or of two players who drew)."""
         (a,), (b,) = self.rate([(rating1,), (rating2,)], ranks=[0, 0] if drawn else [0, 1])
         return a, b
+
+    def rate_1vs1_batch(
+        self,
+        winner_mu: Array,
+        winner_sigma: Array,
+        loser_mu: Array,
+        loser_sigma: Array,
+        drawn: npt.NDArray[np.bool_] | None = None,
+    ) -> tuple[Array, Array, Array, Array]:
+        """rate_1vs1 for many independent matches at once: arrays in, arrays out."""
+        out = rate_two_team_batch(
+            np.asarray(winner_mu, dtype=np.float64)[:, None],
+            np.asarray(winner_sigma, dtype=np.float64)[:, None],
+            np.asarray(loser_mu, dtype=np.float64)[:, None],
+            np.asarray(loser_sigma, dtype=np.float64)[:, None],
+            drawn,
+            self.beta,
+            self.tau,
+            self.draw_z,
+        )
+        wm, ws, lm, ls = (a[:, 0] for a in out)
+        return wm, ws, lm, ls
+
+    def rate_two_team_batch(
+        self,
+        winner_mu: Array,
+        winner_sigma: Array,
+        loser_mu: Array,
+        loser_sigma: Array,
+        drawn: npt.NDArray[np.bool_] | None = None,
+    ) -> tuple[Array, Array, Array, Array]:
+        """Many two-team matches of one shape at once: arrays of shape (matches, team size)."""
+        return rate_two_team_batch(
+            winner_mu, winner_sigma, loser_mu, loser_sigma, drawn, self.beta, self.tau, self.draw_z
+        )
 
     def quality_1vs1(self, rating1: Rating, rating2: Rating) -> float:
         return self.quality([(rating1,), (rating2,)])

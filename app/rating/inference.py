@@ -27,7 +27,7 @@ _FAR = -CONTINUED_FRACTION_FROM * SQRT2
 _TWO_INV_SQRT_2PI = 2.0 * INV_SQRT_2PI
 _MINUS_INV_SQRT2 = -1.0 / SQRT2
 
-# Sweeps stop when no truncation factor's V moved more than this in a sweep; the
+# Sweeps stop when no truncation factor's V and W moved more than this in a sweep; the
 # ratings are then within ~1e-9 of the fixed point (tests/rating check it).
 TOLERANCE = 1e-9
 MAX_SWEEPS = 200
@@ -175,6 +175,7 @@ def update_ratings(
     prior_pi = [1.0 / v for v in variances]
     prior_tau = [m * p for m, p in zip(means, prior_pi, strict=True)]
     last_v = [0.0] * links
+    last_w = [0.0] * links
     # One sweep: forward over the chain, then back (seed 000 Fig. 1). right_* is indexed
     # by the receiving team and left_* by the factor, so the cavity lookups need no branches.
     schedule = list(range(links)) + list(range(links - 2, 0, -1))
@@ -212,10 +213,12 @@ def update_ratings(
             scale = 1.0 + d_pi * a_var
             right_pi[j] = d_pi / scale
             right_tau[j] = (d_pi * a_mean - d_tau) / scale
-            change = v - last_v[k]
-            if change > moved or -change > moved:
-                moved = abs(change)
+            # Both moments must settle: in a symmetric tie V stays 0 while W moves.
+            change = abs(v - last_v[k]) + abs(w - last_w[k])
+            if change > moved:
+                moved = change
             last_v[k] = v
+            last_w[k] = w
         if moved <= tolerance:
             break
 
