@@ -112,6 +112,17 @@ def two_teams(
     return out_winner, out_loser
 
 
+def chain_order(ranks: list[float]) -> list[int]:
+    """The order of the teams along the chain: by rank, tied teams as listed.
+
+    The chain of |t_k − t_{k+1}| <= eps tie factors is not symmetric in three or more
+    tied teams (seed 002 §2), so their listed order matters. We keep it, as trueskill,
+    Moserware and Microsoft's calculator do (the golden vectors depend on it); the
+    tie-layer model of seed 002 has no such dependence.
+    """
+    return sorted(range(len(ranks)), key=ranks.__getitem__)
+
+
 def update_ratings(
     ratings: list[list[Rating]],
     weights: list[list[float]],
@@ -142,19 +153,21 @@ def update_ratings(
             tau * tau,
         )
         return [top, bottom] if first == 0 else [bottom, top]
-    order = sorted(range(count), key=ranks.__getitem__)
     beta2 = beta * beta
     tau2 = tau * tau
-    means = [0.0] * count
-    variances = [0.0] * count
-    for position, team in enumerate(order):
+    team_means = [0.0] * count
+    team_variances = [0.0] * count
+    for team in range(count):
         m = 0.0
         v = 0.0
         for (mu, sigma), w in zip(ratings[team], weights[team], strict=True):
             m += w * mu
             v += w * w * (sigma * sigma + tau2 + beta2)
-        means[position] = m
-        variances[position] = v
+        team_means[team] = m
+        team_variances[team] = v
+    order = chain_order(ranks)
+    means = [team_means[team] for team in order]
+    variances = [team_variances[team] for team in order]
 
     links = count - 1
     margins = [0.0] * links

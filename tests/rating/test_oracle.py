@@ -1,0 +1,62 @@
+"""Oracle: trueskill 0.4.5 on 2,000 random matches (2-10 teams of 1-5, ties, weights, priors).
+
+The oracle runs with its scipy backend (exact Φ; its built-in erfc is only good to 1e-7)
+and min_delta = 1e-12, so it iterates to its cap of 10 sweeps.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import trueskill
+
+from app.rating import Rating, TrueSkill
+
+CASES = 2000
+
+
+def random_match(rng: random.Random) -> tuple[list[list[tuple[float, float]]], list[int], list[list[float]], float]:
+    draw_probability = rng.choice([0.0, 0.05, 0.1, 0.25, 0.5])
+    count = rng.randint(2, 10)
+    teams = [
+        [(rng.uniform(-10, 60), rng.uniform(0.3, 12)) for _ in range(rng.randint(1, 5))] for _ in range(count)
+    ]
+    if draw_probability > 0:
+        ranks = [rng.randint(0, count - 1) for _ in range(count)]
+    else:
+        ranks = rng.sample(range(count), count)
+    weights = [[rng.choice([1.0, 1.0, rng.uniform(0.05, 1.0)]) for _ in team] for team in teams]
+    return teams, ranks, weights, draw_probability
+
+
+def test_rate_and_quality_agree_with_trueskill() -> None:
+    rng = random.Random(20261122)
+    worst_rating = 0.0
+    worst_quality = 0.0
+    for _ in range(CASES):
+        teams, ranks, weights, p = random_match(rng)
+        ours = TrueSkill(draw_probability=p)
+        peer = trueskill.TrueSkill(draw_probability=p, backend="scipy")
+        mine = ours.rate([[Rating(*r) for r in t] for t in teams], ranks, weights)
+        theirs = peer.rate([[peer.create_rating(*r) for r in t] for t in teams], ranks, weights, min_delta=1e-12)
+        for a, b in zip(mine, theirs, strict=True):
+            for x, y in zip(a, b, strict=True):
+                worst_rating = max(worst_rating, abs(x.mu - y.mu), abs(x.sigma - y.sigma))
+        q_mine = ours.quality([[Rating(*r) for r in t] for t in teams], weights)
+        q_theirs = peer.quality([[peer.create_rating(*r) for r in t] for t in teams], weights)
+        worst_quality = max(worst_quality, abs(q_mine - q_theirs))
+    assert worst_rating <= 1e-6
+    assert worst_quality <= 1e-9
+
+
+@pytest.mark.parametrize("drawn", [False, True])
+def test_rate_1vs1_and_expose_match_the_peer(drawn: bool) -> None:
+    peer = trueskill.TrueSkill(backend="scipy")
+    ours = TrueSkill()
+    a, b = ours.rate_1vs1(Rating(30, 4), Rating(22, 7), drawn=drawn)
+    pa, pb = trueskill.rate_1vs1(peer.create_rating(30, 4), peer.create_rating(22, 7), drawn=drawn, env=peer)
+    assert a.mu == pytest.approx(pa.mu, abs=1e-12)
+    assert b.sigma == pytest.approx(pb.sigma, abs=1e-12)
+    assert ours.expose(a) == pytest.approx(peer.expose(pa), abs=1e-12)
+    assert ours.quality_1vs1(a, b) == pytest.approx(peer.quality_1vs1(pa, pb), abs=1e-12)
