@@ -13,14 +13,18 @@ from app.rating.batch import Array, rate_two_team_batch
 from app.rating.errors import RatingInputError
 from app.rating.inference import MAX_SWEEPS, TOLERANCE, draw_margin, update_ratings
 from app.rating.prediction import draw_chance, match_quality, win_probabilities
-from app.rating.rating import DEFAULT_MU, DEFAULT_SIGMA, Rating
+from app.rating.rating import DEFAULT_MU, DEFAULT_SIGMA, SIGMA_MAX, SIGMA_MIN, Rating
 from app.rating.teams import read_teams
 
+BETA_MIN = 1e-9
 
-def _positive(name: str, value: float) -> float:
+
+def _positive(name: str, value: float, low: float = SIGMA_MIN) -> float:
     number = float(value)
     if not (number > 0.0) or math.isinf(number):
         raise RatingInputError(f"{name} must be positive and finite, got {value!r}")
+    if not low <= number <= SIGMA_MAX:
+        raise RatingInputError(f"{name} must be in [{low:g}, {SIGMA_MAX:g}], got {value!r}")
     return number
 
 
@@ -42,14 +46,12 @@ class TrueSkill:
         tolerance: float = TOLERANCE,
         max_sweeps: int = MAX_SWEEPS,
     ) -> None:
-        mu = float(mu)
-        if not math.isfinite(mu):
-            raise RatingInputError(f"mu must be finite, got {mu!r}")
-        self.mu = mu
+        self.mu = Rating(mu, 1.0).mu
         self.sigma = _positive("sigma", sigma)
-        self.beta = _positive("beta", self.sigma / 2.0 if beta is None else beta)
+        # beta bounds the normalised performance gap, keeping every tail in double range.
+        self.beta = _positive("beta", self.sigma / 2.0 if beta is None else beta, BETA_MIN)
         tau = self.sigma / 100.0 if tau is None else float(tau)
-        if not (tau >= 0.0) or math.isinf(tau):
+        if not (0.0 <= tau <= SIGMA_MAX):
             raise RatingInputError(f"tau must be zero or positive and finite, got {tau!r}")
         self.tau = tau
         p = float(draw_probability)

@@ -11,6 +11,12 @@ from app.rating.errors import RatingInputError
 DEFAULT_MU = 25.0
 DEFAULT_SIGMA = 25.0 / 3.0
 
+# The domain on which the numerics are verified against extended-precision references
+# (tests/rating/test_robustness.py). Values outside it are refused, never mis-rated.
+MU_LIMIT = 1e15
+SIGMA_MIN = 1e-12
+SIGMA_MAX = 1e15
+
 
 class Rating(tuple[float, float]):
     """An immutable (mu, sigma) pair, validated on construction.
@@ -34,6 +40,10 @@ class Rating(tuple[float, float]):
             raise RatingInputError(f"mu must be finite, got {mu!r}")
         if not (sigma > 0.0) or math.isinf(sigma):
             raise RatingInputError(f"sigma must be positive and finite, got {sigma!r}")
+        if abs(mu) > MU_LIMIT:
+            raise RatingInputError(f"mu must be within ±{MU_LIMIT:g}, got {mu!r}")
+        if not SIGMA_MIN <= sigma <= SIGMA_MAX:
+            raise RatingInputError(f"sigma must be in [{SIGMA_MIN:g}, {SIGMA_MAX:g}], got {sigma!r}")
         return tuple.__new__(cls, (mu, sigma))
 
     mu: float = property(itemgetter(0))  # type: ignore[assignment]

@@ -13,6 +13,9 @@ large upset W → 1 and `1 − W` computed by subtraction would lose every digit
 from __future__ import annotations
 
 import math
+from decimal import Decimal, localcontext
+
+import numpy as np
 
 from app.rating.normal import (
     CONTINUED_FRACTION_FROM,
@@ -22,6 +25,10 @@ from app.rating.normal import (
 )
 
 Truncation = tuple[float, float, float]
+
+# Draw windows narrower than this (in standard deviations) are integrated by quadrature.
+NARROW_WINDOW = 1e-2
+_LEGENDRE = [(float(x), float(w)) for x, w in zip(*np.polynomial.legendre.leggauss(32), strict=True)]
 
 
 def win(t: float, e: float) -> Truncation:
@@ -60,6 +67,9 @@ def draw(t: float, e: float) -> Truncation:
     """
     sign = -1.0 if t < 0.0 else 1.0
     t = abs(t)
+    if e <= NARROW_WINDOW and e * t <= 20.0:
+        v, rest = _narrow_window(t, e)
+        return sign * v, 1.0 - rest, rest
     a = -e - t
     b = e - t
     if b > -CONTINUED_FRACTION_FROM * SQRT2:
@@ -73,22 +83,78 @@ def draw(t: float, e: float) -> Truncation:
         v = (pa - pb) / z
         w = v * v + (b * pb - a * pa) / z
         return sign * v, w, 1.0 - w
-    # Far tail: divide numerator and denominator by Φ(b). With r = φ(a)/φ(b) = e^(−2et)
-    # and λa, λb the Mills ratios, Φ(a)/Φ(b) = r·λb/λa.
-    lam_b = _mills(b)
+    # Far tail: the window lies many standard deviations out. Its moments are differences
+    # of nearly equal terms (the variance is ~1/b² while the terms are ~b²), so they are
+    # evaluated in extended precision; this branch is rare (upset draws).
     r = math.exp(-2.0 * e * t)
     if r < 1e-18:
         # The far edge is beyond double precision: a one-sided truncation at b.
         v_one, w_one, rest = win(b, 0.0)
         return -sign * v_one, w_one, rest
-    lam_a = _mills(a)
-    denom = 1.0 - r * lam_b / lam_a
-    v = lam_b * (r - 1.0) / denom
-    w = v * v + lam_b * (b - a * r) / denom
-    rest = 1.0 - w
-    if rest <= 0.0:
-        # The window is narrower than double precision resolves (e·t tiny, far tail);
-        # its variance is then (b − a)²/12, the uniform limit.
-        rest = min(1.0, (b - a) ** 2 / 12.0)
-        w = 1.0 - rest
-    return sign * v, w, rest
+    v, rest = _far_window(t, e)
+    return sign * v, 1.0 - rest, rest
+
+
+def _narrow_window(t: float, e: float) -> tuple[float, float]:
+    """Mean and variance of N(0, 1) truncated to the narrow window [−e − t, e − t].
+
+    With y = −t + s, the density on s ∈ [−e, e] is ∝ exp(t·s − s²/2), an entire function
+    the Gauss–Legendre rule integrates to rounding; the moments of s then come without
+    the cancellation that Φ(b) − Φ(a) suffers when the window is narrow.
+    """
+    zeroth = first = second = 0.0
+    for node, weight in _LEGENDRE:
+        s = e * node
+        f = weight * math.exp(t * (s - e) - 0.5 * s * s)
+        zeroth += f
+        first += f * s
+        second += f * s * s
+    mean = first / zeroth
+    return mean - t, second / zeroth - mean * mean
+
+
+def _far_window(t: float, e: float) -> tuple[float, float]:
+    """Mean and variance of N(0, 1) truncated to [a, b] = [−e − t, e − t], b << 0, in decimals.
+
+    Dividing by φ(b): with r = φ(a)/φ(b) = exp(−2et) and R(x) = Φ(x)/φ(x) (the
+    reciprocal Mills ratio, from Laplace's continued fraction), D = R(b) − r·R(a) and
+        mean = (r − 1)/D,   E[y²] = 1 + (a·r − b)/D.
+    The bounds are formed in decimal too: rounding them to doubles would blur a narrow window.
+    """
+    digits = 40 + 4 * max(1, int(math.log10(t + e)))
+    with localcontext() as ctx:
+        ctx.prec = digits
+        big_t, big_e = Decimal(t), Decimal(e)
+        big_a, big_b = -big_e - big_t, big_e - big_t
+        r = (-2 * big_e * big_t).exp()
+        d = _decimal_reciprocal_mills(big_b, digits) - r * _decimal_reciprocal_mills(big_a, digits)
+        mean = (r - 1) / d
+        variance = 1 + (big_a * r - big_b) / d - mean * mean
+        return float(mean), float(variance)
+
+
+def _decimal_reciprocal_mills(x: Decimal, digits: int) -> Decimal:
+    """Φ(x)/φ(x) for x << 0: 1/(√2·f), f = z + (1/2)/(z + 1/(z + (3/2)/(z + …))), z = −x/√2.
+
+    Modified Lentz evaluation of the continued fraction, to `digits` digits.
+    """
+    root2 = Decimal(2).sqrt()
+    z = -x / root2
+    tiny = Decimal(10) ** -(digits + 10)
+    tolerance = Decimal(10) ** -(digits - 3)
+    f = z
+    c = z
+    d = Decimal(0)
+    n = 1
+    while True:
+        coefficient = Decimal(n) / 2
+        d = z + coefficient * d
+        d = 1 / (d if d != 0 else tiny)
+        c = z + coefficient / c
+        if c == 0:
+            c = tiny
+        delta = c * d
+        f *= delta
+        if abs(delta - 1) < tolerance or n > 100_000:
+            return 1 / (root2 * f)
+        n += 1

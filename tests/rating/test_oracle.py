@@ -16,7 +16,9 @@ from app.rating import Rating, TrueSkill
 CASES = 2000
 
 
-def random_match(rng: random.Random) -> tuple[list[list[tuple[float, float]]], list[int], list[list[float]], float]:
+def random_match(
+    rng: random.Random,
+) -> tuple[list[list[tuple[float, float]]], list[int], list[list[float]], float]:
     draw_probability = rng.choice([0.0, 0.05, 0.1, 0.25, 0.5])
     count = rng.randint(2, 10)
     teams = [
@@ -39,7 +41,9 @@ def test_rate_and_quality_agree_with_trueskill() -> None:
         ours = TrueSkill(draw_probability=p)
         peer = trueskill.TrueSkill(draw_probability=p, backend="scipy")
         mine = ours.rate([[Rating(*r) for r in t] for t in teams], ranks, weights)
-        theirs = peer.rate([[peer.create_rating(*r) for r in t] for t in teams], ranks, weights, min_delta=1e-12)
+        theirs = peer.rate(
+            [[peer.create_rating(*r) for r in t] for t in teams], ranks, weights, min_delta=1e-12
+        )
         for a, b in zip(mine, theirs, strict=True):
             for x, y in zip(a, b, strict=True):
                 worst_rating = max(worst_rating, abs(x.mu - y.mu), abs(x.sigma - y.sigma))

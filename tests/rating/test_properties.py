@@ -28,7 +28,9 @@ def keep_tied_order(order: list[int], ranks: list[int]) -> list[int]:
 
 @settings(max_examples=150, deadline=None)
 @given(teams=teams, data=st.data())
-def test_reordering_teams_with_ranks_permutes_the_output(teams: list[list[Rating]], data: st.DataObject) -> None:
+def test_reordering_teams_with_ranks_permutes_the_output(
+    teams: list[list[Rating]], data: st.DataObject
+) -> None:
     """Any reordering permutes the output, as long as tied teams keep their relative order.
 
     Within a tie the chain of seed 000 depends on the listed order; see the next test.
@@ -84,7 +86,9 @@ def test_sigma_never_grows_beyond_the_dynamics(teams: list[list[Rating]], data: 
 
 @settings(max_examples=150, deadline=None)
 @given(winners=st.lists(ratings, min_size=1, max_size=4), losers=st.lists(ratings, min_size=1, max_size=4))
-def test_in_a_two_team_game_the_winners_mean_never_goes_down(winners: list[Rating], losers: list[Rating]) -> None:
+def test_in_a_two_team_game_the_winners_mean_never_goes_down(
+    winners: list[Rating], losers: list[Rating]
+) -> None:
     new_winners, new_losers = ENV.rate([winners, losers])
     for b, a in zip(winners, new_winners, strict=True):
         assert a.mu >= b.mu
