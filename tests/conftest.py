@@ -24,7 +24,8 @@ from app.db.migrate import upgrade
 from app.infra.embedded import EmbeddedServers
 
 ADMIN_KEY = "test-admin-key-" + "k" * 24
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+# ../shared beside the repository (as in CI), or SHARED_DIR.
+SHARED = Path(os.environ.get("SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
 
 
 def with_database(url: str, name: str) -> str:

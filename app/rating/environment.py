@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,12 +12,13 @@ import numpy.typing as npt
 from app.rating import normal
 from app.rating.batch import Array, rate_two_team_batch
 from app.rating.errors import RatingInputError
-from app.rating.inference import MAX_SWEEPS, TOLERANCE, draw_margin, update_ratings
+from app.rating.inference import MAX_SWEEPS, TOLERANCE, draw_margin, two_teams, update_ratings
 from app.rating.prediction import draw_chance, match_quality, win_probabilities
 from app.rating.rating import DEFAULT_MU, DEFAULT_SIGMA, SIGMA_MAX, SIGMA_MIN, Rating
 from app.rating.teams import read_teams
 
 BETA_MIN = 1e-9
+_PLAIN = (list, tuple)
 
 
 def _positive(name: str, value: float, low: float = SIGMA_MIN) -> float:
@@ -66,6 +68,9 @@ class TrueSkill:
             raise RatingInputError("max_sweeps must be at least 1")
         self.tolerance = float(tolerance)
         self.max_sweeps = int(max_sweeps)
+        self._beta2 = self.beta * self.beta
+        self._tau2 = self.tau * self.tau
+        self._margins: dict[int, float] = {}
 
     def create_rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
         """A rating at this environment's prior, or at the given values."""
@@ -86,6 +91,10 @@ class TrueSkill:
         `weights`: partial play in [0, 1] per player (nested like the groups, or a dict
         keyed by (team index, player key)).
         """
+        if weights is None and scores is None and type(rating_groups) in _PLAIN:
+            fast = self._rate_plain(rating_groups, ranks)
+            if fast is not None:
+                return fast
         teams = read_teams(rating_groups, ranks, weights, scores)
         results = update_ratings(
             teams.ratings,
@@ -98,6 +107,55 @@ class TrueSkill:
             self.max_sweeps,
         )
         return teams.rebuild(results)
+
+    def _rate_plain(self, groups: Sequence[Any], ranks: Any) -> list[Any] | None:
+        """The common call (lists or tuples of Ratings, plain ranks) without the general
+        input machinery; None sends the call down the general, fully validating path."""
+        count = len(groups)
+        if count < 2:
+            return None
+        for group in groups:
+            if type(group) not in _PLAIN or not group:
+                return None
+            for rating in group:
+                if type(rating) is not Rating:
+                    return None
+        if ranks is None:
+            rank_list: list[float] = list(range(count))  # type: ignore[arg-type]
+        elif type(ranks) in _PLAIN and len(ranks) == count:
+            rank_list = list(ranks)
+            for rank in rank_list:
+                if type(rank) is not int and not (type(rank) is float and math.isfinite(rank)):
+                    return None
+        else:
+            return None
+        if count == 2:
+            first = 0 if rank_list[0] <= rank_list[1] else 1
+            tie = rank_list[0] == rank_list[1]
+            margin = self._margin(len(groups[0]) + len(groups[1]))
+            if tie and margin <= 0.0:
+                return None
+            top, bottom = two_teams(
+                groups[first], groups[1 - first], None, None, tie, margin, self._beta2, self._tau2
+            )
+            return [tuple(top), tuple(bottom)] if first == 0 else [tuple(bottom), tuple(top)]
+        results = update_ratings(
+            [list(g) for g in groups],
+            [[1.0] * len(g) for g in groups],
+            rank_list,
+            self.beta,
+            self.tau,
+            self.draw_z,
+            self.tolerance,
+            self.max_sweeps,
+        )
+        return [tuple(team) for team in results]
+
+    def _margin(self, players: int) -> float:
+        margin = self._margins.get(players)
+        if margin is None:
+            margin = self._margins[players] = draw_margin(self.draw_z, players, self.beta)
+        return margin
 
     def quality(self, rating_groups: Any, weights: Any = None) -> float:
         """Seed 000 eq. 7 (general form): how likely a draw is, relative to the fairest match."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +12,9 @@ from app.rating import Gaussian, Rating, TrueSkill
 from app.rating.gaussian import log_product_normalization, log_ratio_normalization
 from app.rating.inference import draw_margin
 from app.rating.normal import cdf, pdf
+from tests.conftest import SHARED
 
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors"
+VECTORS = SHARED / "vectors"
 
 
 def load(name: str) -> dict[str, Any]:
