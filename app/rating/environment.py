@@ -121,7 +121,7 @@ class TrueSkill:
                 if type(rating) is not Rating:
                     return None
         if ranks is None:
-            rank_list: list[float] = list(range(count))  # type: ignore[arg-type]
+            rank_list: list[float] = [float(i) for i in range(count)]
         elif type(ranks) in _PLAIN and len(ranks) == count:
             rank_list = list(ranks)
             for rank in rank_list:
