@@ -120,3 +120,81 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.fail(f"../shared is missing at {SHARED}; tests read vectors and datasets from it")
     return SHARED
+
+
+@pytest.fixture
+async def api(app: FastAPI) -> AsyncIterator[object]:
+    """The typed client of app.client, talking to the app in-process as admin."""
+    from app.client import AsyncClient
+
+    async with AsyncClient("http://test", ADMIN_KEY, transport=httpx.ASGITransport(app=app)) as client:
+        yield client
+
+
+@pytest.fixture
+async def mode(api: object) -> str:
+    """A fresh mode with the TrueSkill defaults, so tests never share ratings."""
+    name = f"m-{secrets.token_hex(4)}"
+    await api.put_mode(name)  # type: ignore[attr-defined]
+    return name
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def live_server(app: FastAPI, database_url: str, redis_url: str) -> Iterator[str]:
+    """A real uvicorn process on the test database: for concurrency and client timeouts."""
+    import subprocess
+    import sys
+    import time
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "ADMIN_API_KEY": ADMIN_KEY,
+        "LOG_LEVEL": "WARNING",
+        "DB_POOL_SIZE": "20",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app.main:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-access-log",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("the live server did not become ready")
+        time.sleep(0.2)
+    yield base
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()

@@ -37,7 +37,7 @@ class Mode(Base):
     mu: Mapped[float] = mapped_column(Double, server_default=text("25.0"))
     sigma: Mapped[float] = mapped_column(Double, server_default=text("8.333333333333334"))
     beta: Mapped[float] = mapped_column(Double, server_default=text("4.166666666666667"))
-    tau: Mapped[float] = mapped_column(Double, server_default=text("0.08333333333333333"))
+    tau: Mapped[float] = mapped_column(Double, server_default=text("0.08333333333333334"))
     draw_probability: Mapped[float] = mapped_column(Double, server_default=text("0.1"))
     conservative_k: Mapped[float] = mapped_column(Double, server_default=text("3.0"))
     team_performance: Mapped[str] = mapped_column(String(32), server_default=text("'sum'"))
@@ -99,6 +99,9 @@ class Match(Base):
     quality: Mapped[float] = mapped_column(Double)
     response: Mapped[dict[str, Any]] = mapped_column(JSONB)
     void: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    # The order ratings were applied in: drawn after the participants' rows are locked,
+    # so matches that share a player are numbered in the order they changed ratings.
+    applied_seq: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
 
     __table_args__ = (Index("ix_matches_mode_played_at", "mode", "played_at", "id"),)

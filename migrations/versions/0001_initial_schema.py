@@ -36,7 +36,7 @@ def upgrade() -> None:
         sa.Column("mu", sa.Double(), server_default=sa.text("25.0"), nullable=False),
         sa.Column("sigma", sa.Double(), server_default=sa.text("8.333333333333334"), nullable=False),
         sa.Column("beta", sa.Double(), server_default=sa.text("4.166666666666667"), nullable=False),
-        sa.Column("tau", sa.Double(), server_default=sa.text("0.08333333333333333"), nullable=False),
+        sa.Column("tau", sa.Double(), server_default=sa.text("0.08333333333333334"), nullable=False),
         sa.Column("draw_probability", sa.Double(), server_default=sa.text("0.1"), nullable=False),
         sa.Column("conservative_k", sa.Double(), server_default=sa.text("3.0"), nullable=False),
         sa.Column("team_performance", sa.String(length=32), server_default=sa.text("'sum'"), nullable=False),
@@ -98,6 +98,7 @@ def upgrade() -> None:
         sa.Column("quality", sa.Double(), nullable=False),
         sa.Column("response", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
         sa.Column("void", sa.Boolean(), server_default=sa.text("false"), nullable=False),
+        sa.Column("applied_seq", sa.BigInteger(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.ForeignKeyConstraint(
             ["mode"], ["modes.name"], name=op.f("fk_matches_mode_modes"), ondelete="CASCADE"
@@ -160,6 +161,7 @@ def upgrade() -> None:
         ["player_id", "mode", sa.literal_column("match_pk DESC")],
         unique=False,
     )
+    op.execute("CREATE SEQUENCE match_applied_seq")
     # A fresh install has a `default` mode with the TrueSkill defaults (API.md, Game modes).
     op.execute("INSERT INTO modes (name) VALUES ('default')")
 
@@ -171,6 +173,7 @@ def downgrade() -> None:
     op.drop_table("ratings")
     op.drop_index("ix_matches_mode_played_at", table_name="matches")
     op.drop_table("matches")
+    op.execute("DROP SEQUENCE match_applied_seq")
     op.drop_table("jobs")
     op.drop_table("players")
     op.drop_table("modes")

@@ -1,0 +1,44 @@
+"""Match results: game backends post them (results:write), ops read and void them."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response, status
+
+from app.api.deps import AdminKey, ReadKey, ResultsKey, SessionDep
+from app.ids import Identifier
+from app.matches import service
+from app.matches.schemas import MatchIn, MatchOut
+
+router = APIRouter(prefix="/v1/matches", tags=["matches"])
+
+
+@router.post(
+    "",
+    operation_id="post_match",
+    status_code=status.HTTP_201_CREATED,
+    response_model=MatchOut,
+    responses={
+        200: {"model": MatchOut, "description": "Already recorded: the stored response"},
+        409: {"description": "The match id was used for a different body"},
+    },
+)
+async def post_match(body: MatchIn, response: Response, session: SessionDep, _: ResultsKey) -> MatchOut:
+    """Rate a finished match in one transaction, exactly once per match_id. Players the
+    mode has not seen start at its prior. The same body again returns 200 and the
+    stored response; a different body under a used match_id returns 409."""
+    result = await service.record_match(session, body)
+    if not result.created:
+        response.status_code = status.HTTP_200_OK
+    return result
+
+
+@router.get("/{match_id}", operation_id="get_match", response_model=MatchOut)
+async def get_match(match_id: Identifier, session: SessionDep, _: ReadKey) -> MatchOut:
+    """The stored result of a match."""
+    return await service.get_match(session, match_id)
+
+
+@router.post("/{match_id}/void", operation_id="void_match", response_model=MatchOut)
+async def void_match(match_id: Identifier, session: SessionDep, _: AdminKey) -> MatchOut:
+    """Mark a match void. Ratings are corrected by the next replay job."""
+    return await service.void_match(session, match_id)

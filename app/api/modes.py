@@ -1,0 +1,32 @@
+"""Game modes: admin writes, read scope reads."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.api.deps import AdminKey, ReadKey, SessionDep
+from app.ids import Identifier
+from app.modes import service
+from app.modes.schemas import ModeList, ModeOut, ModeUpdate
+
+router = APIRouter(prefix="/v1/modes", tags=["modes"])
+
+
+@router.get("", operation_id="list_modes", response_model=ModeList)
+async def list_modes(session: SessionDep, _: ReadKey) -> ModeList:
+    """Every mode with its rating parameters."""
+    return ModeList(modes=[ModeOut.model_validate(m) for m in await service.list_modes(session)])
+
+
+@router.get("/{mode}", operation_id="get_mode", response_model=ModeOut)
+async def get_mode(mode: Identifier, session: SessionDep, _: ReadKey) -> ModeOut:
+    """One mode; 404 if unknown."""
+    return ModeOut.model_validate(await service.get_mode(session, mode))
+
+
+@router.put("/{mode}", operation_id="put_mode", response_model=ModeOut)
+async def put_mode(mode: Identifier, body: ModeUpdate, session: SessionDep, _: AdminKey) -> ModeOut:
+    """Create or change a mode. On creation, omitted fields take the TrueSkill defaults
+    (beta = sigma/2, tau = sigma/100); on change, omitted fields keep their values.
+    Changing parameters does not rewrite existing ratings: a replay job does."""
+    return ModeOut.model_validate(await service.put_mode(session, mode, body))

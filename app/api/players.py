@@ -1,0 +1,42 @@
+"""Players: profiles and histories (read), rating overrides (admin)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app import pagination
+from app.api.deps import AdminKey, ReadKey, SessionDep
+from app.ids import Identifier
+from app.players import service
+from app.players.schemas import PlayerMatches, PlayerOut, RatingSet
+
+router = APIRouter(prefix="/v1/players", tags=["players"])
+
+
+@router.get("/{player_id}", operation_id="get_player", response_model=PlayerOut)
+async def get_player(player_id: Identifier, session: SessionDep, _: ReadKey) -> PlayerOut:
+    """A player's rating and counters in every mode; 404 if unknown."""
+    return await service.get_player(session, player_id)
+
+
+@router.get("/{player_id}/matches", operation_id="get_player_matches", response_model=PlayerMatches)
+async def get_player_matches(
+    player_id: Identifier,
+    session: SessionDep,
+    _: ReadKey,
+    mode: Annotated[Identifier | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT)] = pagination.DEFAULT_LIMIT,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+) -> PlayerMatches:
+    """The player's matches, most recently recorded first, with before/after ratings."""
+    return await service.player_matches(session, player_id, mode, limit, cursor)
+
+
+@router.put("/{player_id}/ratings/{mode}", operation_id="put_player_rating", response_model=PlayerOut)
+async def put_player_rating(
+    player_id: Identifier, mode: Identifier, body: RatingSet, session: SessionDep, _: AdminKey
+) -> PlayerOut:
+    """Seed or override a rating (for migrations from other systems); counters are kept."""
+    return await service.set_rating(session, player_id, mode, body)

@@ -1,0 +1,97 @@
+"""HTTP shapes of match results, and the validation API.md asks for."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from app.ids import Identifier
+
+MAX_PLAYERS = 1000
+FUTURE_SLACK = dt.timedelta(minutes=5)
+
+
+class PlayerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: Identifier
+    weight: float = Field(1.0, ge=0.0, le=1.0, allow_inf_nan=False, description="partial play in [0, 1]")
+
+
+class TeamIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    players: list[PlayerIn] = Field(min_length=1, max_length=MAX_PLAYERS)
+    rank: float | None = Field(None, allow_inf_nan=False, description="lower is better; equal ranks tie")
+    score: float | None = Field(None, allow_inf_nan=False, description="higher is better; equal scores tie")
+
+
+class MatchIn(BaseModel):
+    """A finished match. Each team has a rank or a score (one style per match)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    match_id: Identifier
+    mode: Identifier = "default"
+    played_at: AwareDatetime | None = Field(None, description="RFC 3339 with a zone; default now")
+    teams: list[TeamIn] = Field(min_length=2, max_length=MAX_PLAYERS)
+
+    @field_validator("played_at")
+    @classmethod
+    def _not_in_the_future(cls, value: dt.datetime | None) -> dt.datetime | None:
+        if value is not None and value > dt.datetime.now(dt.UTC) + FUTURE_SLACK:
+            raise ValueError("played_at is more than 5 minutes in the future")
+        return value
+
+
+def consistency_errors(match: MatchIn) -> list[dict[str, object]]:
+    """Cross-field rules, each error located at its field (pydantic would lose the location)."""
+    errors: list[dict[str, object]] = []
+
+    def error(loc: tuple[str | int, ...], msg: str) -> None:
+        errors.append({"loc": ["body", *loc], "msg": msg})
+
+    for index, team in enumerate(match.teams):
+        if team.rank is not None and team.score is not None:
+            error(("teams", index), "give rank or score, not both")
+        elif team.rank is None and team.score is None:
+            error(("teams", index), "every team needs a rank or a score")
+    if any(t.rank is not None for t in match.teams) and any(t.score is not None for t in match.teams):
+        error(("teams",), "ranks and scores are mixed; use one style per match")
+    seen: set[str] = set()
+    total = 0
+    for index, team in enumerate(match.teams):
+        for position, player in enumerate(team.players):
+            if player.id in seen:
+                error(("teams", index, "players", position, "id"), f"player {player.id!r} appears twice")
+            seen.add(player.id)
+        total += len(team.players)
+        if not any(p.weight > 0 for p in team.players):
+            error(("teams", index, "players"), "a team needs a player with a positive weight")
+    if total > MAX_PLAYERS:
+        error(("teams",), f"a match has at most {MAX_PLAYERS} players, got {total}")
+    return errors
+
+
+class RatingOut(BaseModel):
+    mu: float
+    sigma: float
+    conservative: float = Field(description="mu − k·sigma, k from the mode")
+
+
+class MatchPlayerOut(BaseModel):
+    player_id: str
+    team: int
+    before: RatingOut
+    after: RatingOut
+
+
+class MatchOut(BaseModel):
+    match_id: str
+    mode: str
+    played_at: dt.datetime
+    created: bool = Field(description="true when this request applied the match")
+    quality: float = Field(description="draw quality of the pre-match ratings (seed 000 eq. 7)")
+    void: bool = False
+    players: list[MatchPlayerOut]

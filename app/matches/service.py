@@ -1,0 +1,145 @@
+"""Recording a match result: exactly once, in one transaction, rated by the core."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import Conflict, NotFound, ValidationFailed
+from app.matches import repository
+from app.matches.repository import Outcome
+from app.matches.schemas import MatchIn, MatchOut, consistency_errors
+from app.modes import service as modes
+from app.rating import Rating, RatingInputError
+
+
+def body_hash(match: MatchIn) -> str:
+    """A fingerprint of what the client sent, to tell a retry from a different match."""
+    canonical = json.dumps(match.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _ranks(match: MatchIn) -> list[float]:
+    if match.teams[0].rank is not None:
+        return [float(t.rank) for t in match.teams]  # type: ignore[arg-type]
+    return [-float(t.score) for t in match.teams]  # type: ignore[arg-type]
+
+
+def _results(ranks: list[float]) -> list[tuple[int, int, int]]:
+    """(win, loss, draw) per team: a draw when tied with another team, a win when alone
+    in first place, a loss otherwise."""
+    best = min(ranks)
+    out = []
+    for rank in ranks:
+        if ranks.count(rank) > 1:
+            out.append((0, 0, 1))
+        elif rank == best:
+            out.append((1, 0, 0))
+        else:
+            out.append((0, 1, 0))
+    return out
+
+
+async def record_match(session: AsyncSession, match: MatchIn) -> MatchOut:
+    errors = consistency_errors(match)
+    if errors:
+        raise ValidationFailed(
+            f"{'.'.join(str(p) for p in errors[0]['loc'])}: {errors[0]['msg']}",  # type: ignore[attr-defined]
+            errors=errors,
+        )
+    rules = await modes.resolve(session, match.mode)
+    fingerprint = body_hash(match)
+    played_at = match.played_at or dt.datetime.now(dt.UTC)
+    match_pk = await repository.claim(session, match.match_id, match.mode, played_at, fingerprint)
+    if match_pk is None:
+        return await _replayed(session, match.match_id, fingerprint)
+
+    env, k = rules.env, rules.conservative_k
+    ids = [p.id for team in match.teams for p in team.players]
+    current = await repository.lock_ratings(
+        session, rules.name, ids, env.mu, env.sigma, env.mu - k * env.sigma
+    )
+    groups = [[Rating(*current[p.id]) for p in team.players] for team in match.teams]
+    weights = [[p.weight for p in team.players] for team in match.teams]
+    ranks = _ranks(match)
+    try:
+        quality = env.quality(groups, weights)
+        rated = env.rate(groups, ranks, weights)
+    except RatingInputError as exc:
+        raise ValidationFailed(str(exc), errors=[{"loc": ["body", "teams"], "msg": str(exc)}]) from None
+
+    outcomes: list[Outcome] = []
+    for index, (team, before, after, (win, loss, draw)) in enumerate(
+        zip(match.teams, groups, rated, _results(ranks), strict=True)
+    ):
+        for player, old, new in zip(team.players, before, after, strict=True):
+            outcomes.append(
+                Outcome(
+                    player.id,
+                    index,
+                    ranks[index],
+                    player.weight,
+                    old.mu,
+                    old.sigma,
+                    new.mu,
+                    new.sigma,
+                    new.mu - k * new.sigma,
+                    win,
+                    loss,
+                    draw,
+                )
+            )
+    response = {
+        "match_id": match.match_id,
+        "mode": match.mode,
+        "played_at": played_at.isoformat().replace("+00:00", "Z"),
+        "created": True,
+        "quality": quality,
+        "void": False,
+        "players": [
+            {
+                "player_id": o.player_id,
+                "team": o.team,
+                "before": _rating(o.mu_before, o.sigma_before, k),
+                "after": _rating(o.mu, o.sigma, k),
+            }
+            for o in outcomes
+        ],
+    }
+    await repository.apply(session, match_pk, rules.name, played_at, outcomes, quality, json.dumps(response))
+    return MatchOut.model_validate(response)
+
+
+def _rating(mu: float, sigma: float, k: float) -> dict[str, float]:
+    return {"mu": mu, "sigma": sigma, "conservative": mu - k * sigma}
+
+
+async def _replayed(session: AsyncSession, match_id: str, fingerprint: str) -> MatchOut:
+    stored = await repository.stored(session, match_id)
+    if stored is None:  # pragma: no cover - the claim saw it, and matches are never deleted
+        raise Conflict(f"match {match_id!r} is being recorded; retry")
+    if stored.body_hash != fingerprint:
+        raise Conflict(f"match {match_id!r} was already recorded with a different body")
+    return _out(stored.response, stored.void)
+
+
+def _out(response: dict[str, Any], void: bool) -> MatchOut:
+    return MatchOut.model_validate({**response, "created": False, "void": void})
+
+
+async def get_match(session: AsyncSession, match_id: str) -> MatchOut:
+    stored = await repository.stored(session, match_id)
+    if stored is None:
+        raise NotFound(f"no match {match_id!r}")
+    return _out(stored.response, stored.void)
+
+
+async def void_match(session: AsyncSession, match_id: str) -> MatchOut:
+    response = await repository.void(session, match_id)
+    if response is None:
+        raise NotFound(f"no match {match_id!r}")
+    return _out(response, True)

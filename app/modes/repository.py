@@ -1,0 +1,33 @@
+"""SQL for modes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Mode
+
+
+async def get(session: AsyncSession, name: str) -> Mode | None:
+    return await session.get(Mode, name, populate_existing=True)
+
+
+async def list_all(session: AsyncSession) -> list[Mode]:
+    return list((await session.scalars(select(Mode).order_by(Mode.name))).all())
+
+
+async def upsert(session: AsyncSession, name: str, values: dict[str, Any]) -> Mode:
+    statement = insert(Mode).values(name=name, **values)
+    if values:
+        statement = statement.on_conflict_do_update(
+            index_elements=[Mode.name], set_={**values, "updated_at": func.now()}
+        )
+    else:
+        statement = statement.on_conflict_do_nothing(index_elements=[Mode.name])
+    await session.execute(statement)
+    mode = await get(session, name)
+    assert mode is not None
+    return mode

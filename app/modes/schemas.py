@@ -1,0 +1,53 @@
+"""HTTP shapes of game modes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Implemented models; seed 002's tie layer and team-performance functions join these.
+TeamPerformance = Literal["sum"]
+TieModel = Literal["chain"]
+
+
+class ModeUpdate(BaseModel):
+    """Rating parameters of a mode. Omitted fields keep their current value (defaults on creation)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mu: float | None = Field(None, ge=-1e15, le=1e15, allow_inf_nan=False)
+    sigma: float | None = Field(None, ge=1e-12, le=1e15, allow_inf_nan=False)
+    beta: float | None = Field(None, ge=1e-9, le=1e15, allow_inf_nan=False)
+    tau: float | None = Field(None, ge=0, le=1e15, allow_inf_nan=False)
+    draw_probability: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
+    conservative_k: float | None = Field(None, ge=0, le=100, allow_inf_nan=False)
+    team_performance: TeamPerformance | None = None
+    tie_model: TieModel | None = None
+    teams: int | None = Field(None, ge=2, le=64, description="queue shape: teams per match")
+    team_size: int | None = Field(None, ge=1, le=100, description="queue shape: players per team")
+    min_matches_for_leaderboard: int | None = Field(None, ge=0, le=1_000_000)
+
+
+class ModeOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    name: str
+    mu: float
+    sigma: float
+    beta: float
+    tau: float
+    draw_probability: float
+    conservative_k: float
+    team_performance: str
+    tie_model: str
+    teams: int
+    team_size: int
+    min_matches_for_leaderboard: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class ModeList(BaseModel):
+    modes: list[ModeOut]

@@ -1,0 +1,86 @@
+"""Use cases for modes, and the per-process cache of their rating environments."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Mode
+from app.errors import NotFound, ValidationFailed
+from app.modes import repository
+from app.modes.schemas import ModeUpdate
+from app.rating import RatingInputError, TrueSkill
+
+# Another process's PUT reaches this one's cache within this many seconds.
+CACHE_SECONDS = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class ModeRules:
+    """What rating a match needs to know about its mode."""
+
+    name: str
+    env: TrueSkill
+    conservative_k: float
+
+
+_cache: dict[str, tuple[float, ModeRules]] = {}
+
+
+def rules_of(mode: Mode) -> ModeRules:
+    env = TrueSkill(mode.mu, mode.sigma, mode.beta, mode.tau, mode.draw_probability)
+    return ModeRules(mode.name, env, mode.conservative_k)
+
+
+async def resolve(session: AsyncSession, name: str) -> ModeRules:
+    """The mode's rules, cached briefly; 404 for an unknown mode."""
+    now = time.monotonic()
+    hit = _cache.get(name)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    mode = await repository.get(session, name)
+    if mode is None:
+        raise NotFound(f"no mode {name!r}")
+    rules = rules_of(mode)
+    _cache[name] = (now + CACHE_SECONDS, rules)
+    return rules
+
+
+async def get_mode(session: AsyncSession, name: str) -> Mode:
+    mode = await repository.get(session, name)
+    if mode is None:
+        raise NotFound(f"no mode {name!r}")
+    return mode
+
+
+async def list_modes(session: AsyncSession) -> list[Mode]:
+    return await repository.list_all(session)
+
+
+async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode:
+    values = update.model_dump(exclude_none=True)
+    current = await repository.get(session, name)
+    merged = {
+        key: values.get(key, getattr(current, key) if current is not None else None)
+        for key in ("mu", "sigma", "beta", "tau", "draw_probability")
+    }
+    try:
+        TrueSkill(
+            merged["mu"] if merged["mu"] is not None else 25.0,
+            merged["sigma"] if merged["sigma"] is not None else 25.0 / 3.0,
+            merged["beta"],
+            merged["tau"],
+            merged["draw_probability"] if merged["draw_probability"] is not None else 0.1,
+        )
+    except RatingInputError as exc:
+        raise ValidationFailed(str(exc), errors=[{"loc": ["body"], "msg": str(exc)}]) from None
+    if current is None:
+        # New modes take beta = sigma/2 and tau = sigma/100 unless given (seed 000 §5).
+        sigma = values.get("sigma", 25.0 / 3.0)
+        values.setdefault("beta", sigma / 2.0)
+        values.setdefault("tau", sigma / 100.0)
+    mode = await repository.upsert(session, name, values)
+    _cache.pop(name, None)
+    return mode

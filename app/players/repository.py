@@ -1,0 +1,63 @@
+"""SQL for players, their ratings and their match history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+_RATINGS = text("""
+    SELECT r.mode, r.mu, r.sigma, m.conservative_k, r.matches, r.wins, r.losses, r.draws, r.last_played_at
+    FROM ratings r JOIN modes m ON m.name = r.mode
+    WHERE r.player_id = :player_id
+    ORDER BY r.mode
+""")
+
+_EXISTS = text("SELECT 1 FROM players WHERE id = :player_id")
+
+_HISTORY = text("""
+    SELECT mp.match_pk, m.match_id, m.mode, m.played_at, mp.team, mp.rank, mp.weight, m.void,
+           mp.mu_before, mp.sigma_before, mp.mu_after, mp.sigma_after, mo.conservative_k
+    FROM match_players mp
+    JOIN matches m ON m.id = mp.match_pk
+    JOIN modes mo ON mo.name = m.mode
+    WHERE mp.player_id = :player_id
+      AND (CAST(:mode AS varchar) IS NULL OR mp.mode = :mode)
+      AND (CAST(:before AS bigint) IS NULL OR mp.match_pk < :before)
+    ORDER BY mp.match_pk DESC
+    LIMIT :limit
+""")
+
+_SET = text("""
+    WITH player AS (INSERT INTO players (id) VALUES (CAST(:player_id AS varchar)) ON CONFLICT DO NOTHING)
+    INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
+    SELECT CAST(:player_id AS varchar), m.name, CAST(:mu AS float8), CAST(:sigma AS float8),
+           CAST(:mu AS float8) - m.conservative_k * CAST(:sigma AS float8)
+    FROM modes m WHERE m.name = CAST(:mode AS varchar)
+    ON CONFLICT (player_id, mode) DO UPDATE
+    SET mu = excluded.mu, sigma = excluded.sigma, conservative = excluded.conservative, updated_at = now()
+""")
+
+
+async def exists(session: AsyncSession, player_id: str) -> bool:
+    return (await session.execute(_EXISTS, {"player_id": player_id})).first() is not None
+
+
+async def ratings(session: AsyncSession, player_id: str) -> list[Any]:
+    return list((await session.execute(_RATINGS, {"player_id": player_id})).all())
+
+
+async def history(
+    session: AsyncSession,
+    player_id: str,
+    mode: str | None,
+    before: int | None,
+    limit: int,
+) -> list[Any]:
+    params = {"player_id": player_id, "mode": mode, "before": before, "limit": limit}
+    return list((await session.execute(_HISTORY, params)).all())
+
+
+async def set_rating(session: AsyncSession, player_id: str, mode: str, mu: float, sigma: float) -> None:
+    await session.execute(_SET, {"player_id": player_id, "mode": mode, "mu": mu, "sigma": sigma})

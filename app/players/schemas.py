@@ -1,0 +1,50 @@
+"""HTTP shapes of players and their ratings."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.matches.schemas import RatingOut
+
+
+class ModeRating(BaseModel):
+    mode: str
+    rating: RatingOut
+    matches: int
+    wins: int
+    losses: int
+    draws: int
+    last_played_at: dt.datetime | None
+
+
+class PlayerOut(BaseModel):
+    player_id: str
+    ratings: list[ModeRating]
+
+
+class PlayerMatch(BaseModel):
+    match_id: str
+    mode: str
+    played_at: dt.datetime
+    team: int
+    rank: float
+    weight: float
+    void: bool
+    before: RatingOut
+    after: RatingOut
+
+
+class PlayerMatches(BaseModel):
+    matches: list[PlayerMatch]
+    next_cursor: str | None
+
+
+class RatingSet(BaseModel):
+    """Seed or override a rating (migrations from other systems)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mu: float = Field(ge=-1e15, le=1e15, allow_inf_nan=False)
+    sigma: float = Field(ge=1e-12, le=1e15, allow_inf_nan=False)

@@ -1,0 +1,69 @@
+"""Use cases for players: profile, match history, rating overrides."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app import pagination
+from app.errors import NotFound
+from app.matches.schemas import RatingOut
+from app.modes import service as modes
+from app.players import repository
+from app.players.schemas import ModeRating, PlayerMatch, PlayerMatches, PlayerOut, RatingSet
+
+
+def _rating(mu: float, sigma: float, k: float) -> RatingOut:
+    return RatingOut(mu=mu, sigma=sigma, conservative=mu - k * sigma)
+
+
+async def get_player(session: AsyncSession, player_id: str) -> PlayerOut:
+    rows = await repository.ratings(session, player_id)
+    if not rows and not await repository.exists(session, player_id):
+        raise NotFound(f"no player {player_id!r}")
+    return PlayerOut(
+        player_id=player_id,
+        ratings=[
+            ModeRating(
+                mode=r.mode,
+                rating=_rating(r.mu, r.sigma, r.conservative_k),
+                matches=r.matches,
+                wins=r.wins,
+                losses=r.losses,
+                draws=r.draws,
+                last_played_at=r.last_played_at,
+            )
+            for r in rows
+        ],
+    )
+
+
+async def player_matches(
+    session: AsyncSession, player_id: str, mode: str | None, limit: int, cursor: str | None
+) -> PlayerMatches:
+    if not await repository.exists(session, player_id):
+        raise NotFound(f"no player {player_id!r}")
+    rows = await repository.history(session, player_id, mode, pagination.decode(cursor), limit + 1)
+    page = rows[:limit]
+    return PlayerMatches(
+        matches=[
+            PlayerMatch(
+                match_id=r.match_id,
+                mode=r.mode,
+                played_at=r.played_at,
+                team=r.team,
+                rank=r.rank,
+                weight=r.weight,
+                void=r.void,
+                before=_rating(r.mu_before, r.sigma_before, r.conservative_k),
+                after=_rating(r.mu_after, r.sigma_after, r.conservative_k),
+            )
+            for r in page
+        ],
+        next_cursor=pagination.encode(page[-1].match_pk) if len(rows) > limit else None,
+    )
+
+
+async def set_rating(session: AsyncSession, player_id: str, mode: str, body: RatingSet) -> PlayerOut:
+    await modes.get_mode(session, mode)  # 404 for an unknown mode
+    await repository.set_rating(session, player_id, mode, body.mu, body.sigma)
+    return await get_player(session, player_id)

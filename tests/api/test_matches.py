@@ -1,0 +1,252 @@
+"""POST/GET/void matches: the contract of API.md, validation and idempotency."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import httpx
+import pytest
+
+from app.client import ApiError, AsyncClient
+
+
+def match(match_id: str, mode: str, *teams: list[str], ranks: list[float] | None = None) -> dict[str, Any]:
+    ranks = ranks if ranks is not None else list(range(len(teams)))
+    return {
+        "match_id": match_id,
+        "mode": mode,
+        "teams": [
+            {"players": [{"id": p} for p in team], "rank": r} for team, r in zip(teams, ranks, strict=True)
+        ],
+    }
+
+
+async def test_post_then_get(api: AsyncClient, mode: str) -> None:
+    created = await api.post_match(match(f"{mode}-1", mode, ["ann"], ["ben"]))
+    assert created.created is True
+    assert [p.player_id for p in created.players] == ["ann", "ben"]
+    assert round(created.players[0].after.mu, 3) == 29.396
+    assert created.players[0].before.conservative == pytest.approx(25 - 3 * 25 / 3)
+    assert created.quality == pytest.approx(0.4472135954999579)
+    fetched = await api.get_match(f"{mode}-1")
+    assert fetched.created is False
+    assert fetched.players == created.players
+
+
+async def test_same_body_again_is_200_with_the_stored_response(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    body = match(f"{mode}-r", mode, ["ann"], ["ben"])
+    first = await client.post("/v1/matches", json=body, headers=admin_headers)
+    again = await client.post("/v1/matches", json=body, headers=admin_headers)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json() == {**first.json(), "created": False}
+    player = (await client.get("/v1/players/ann", headers=admin_headers)).json()
+    assert next(r for r in player["ratings"] if r["mode"] == mode)["matches"] == 1
+
+
+async def test_different_body_under_a_used_id_is_409(api: AsyncClient, mode: str) -> None:
+    await api.post_match(match(f"{mode}-c", mode, ["ann"], ["ben"]))
+    with pytest.raises(ApiError) as caught:
+        await api.post_match(match(f"{mode}-c", mode, ["ben"], ["ann"]))
+    assert caught.value.status == 409
+
+
+async def test_unknown_mode_is_404(api: AsyncClient) -> None:
+    with pytest.raises(ApiError) as caught:
+        await api.post_match(match("x-404", "no-such-mode", ["ann"], ["ben"]))
+    assert caught.value.status == 404
+    assert "no-such-mode" in caught.value.problem["detail"]
+
+
+def _players(n: int) -> list[dict[str, str]]:
+    return [{"id": f"p{i}"} for i in range(n)]
+
+
+FUTURE = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=10)).isoformat()
+INVALID = [
+    ("one team", {"teams": [{"players": [{"id": "a"}], "rank": 1}]}, ["body", "teams"]),
+    (
+        "empty team",
+        {"teams": [{"players": [], "rank": 1}, {"players": [{"id": "b"}], "rank": 2}]},
+        ["body", "teams", 0, "players"],
+    ),
+    (
+        "same player twice",
+        {"teams": [{"players": [{"id": "a"}], "rank": 1}, {"players": [{"id": "a"}], "rank": 2}]},
+        ["body", "teams", 1, "players", 0, "id"],
+    ),
+    (
+        "rank and score mixed",
+        {"teams": [{"players": [{"id": "a"}], "rank": 1}, {"players": [{"id": "b"}], "score": 2}]},
+        ["body", "teams"],
+    ),
+    (
+        "rank missing",
+        {"teams": [{"players": [{"id": "a"}], "rank": 1}, {"players": [{"id": "b"}]}]},
+        ["body", "teams", 1],
+    ),
+    (
+        "weight above 1",
+        {
+            "teams": [
+                {"players": [{"id": "a", "weight": 1.5}], "rank": 1},
+                {"players": [{"id": "b"}], "rank": 2},
+            ]
+        },
+        ["body", "teams", 0, "players", 0, "weight"],
+    ),
+    (
+        "weight below 0",
+        {
+            "teams": [
+                {"players": [{"id": "a", "weight": -0.1}], "rank": 1},
+                {"players": [{"id": "b"}], "rank": 2},
+            ]
+        },
+        ["body", "teams", 0, "players", 0, "weight"],
+    ),
+    (
+        "bad player id",
+        {"teams": [{"players": [{"id": "a b"}], "rank": 1}, {"players": [{"id": "b"}], "rank": 2}]},
+        ["body", "teams", 0, "players", 0, "id"],
+    ),
+    (
+        "player id too long",
+        {"teams": [{"players": [{"id": "a" * 129}], "rank": 1}, {"players": [{"id": "b"}], "rank": 2}]},
+        ["body", "teams", 0, "players", 0, "id"],
+    ),
+    (
+        "over 1000 players",
+        {
+            "teams": [
+                {"players": _players(600), "rank": 1},
+                {"players": [{"id": f"q{i}"} for i in range(401)], "rank": 2},
+            ]
+        },
+        ["body", "teams"],
+    ),
+    (
+        "played_at in the future",
+        {
+            "played_at": FUTURE,
+            "teams": [{"players": [{"id": "a"}], "rank": 1}, {"players": [{"id": "b"}], "rank": 2}],
+        },
+        ["body", "played_at"],
+    ),
+    (
+        "played_at without zone",
+        {
+            "played_at": "2026-01-01T10:00:00",
+            "teams": [{"players": [{"id": "a"}], "rank": 1}, {"players": [{"id": "b"}], "rank": 2}],
+        },
+        ["body", "played_at"],
+    ),
+    (
+        "NaN rank",
+        {"teams": [{"players": [{"id": "a"}], "rank": "NaN"}, {"players": [{"id": "b"}], "rank": 2}]},
+        ["body", "teams", 0, "rank"],
+    ),
+    (
+        "all weights zero",
+        {
+            "teams": [
+                {"players": [{"id": "a", "weight": 0}], "rank": 1},
+                {"players": [{"id": "b"}], "rank": 2},
+            ]
+        },
+        ["body", "teams", 0, "players"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "fields", "loc"), INVALID, ids=[case[0] for case in INVALID])
+async def test_invalid_match_is_422_naming_the_field(
+    client: httpx.AsyncClient,
+    admin_headers: dict[str, str],
+    name: str,
+    fields: dict[str, Any],
+    loc: list[Any],
+) -> None:
+    response = await client.post("/v1/matches", json={"match_id": "bad-1", **fields}, headers=admin_headers)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert loc in [error["loc"] for error in response.json()["errors"]], response.json()
+    assert (await client.get("/v1/matches/bad-1", headers=admin_headers)).status_code == 404
+
+
+async def test_bad_match_id_is_422(client: httpx.AsyncClient, admin_headers: dict[str, str]) -> None:
+    body = match("has space", "default", ["a"], ["b"])
+    response = await client.post("/v1/matches", json=body, headers=admin_headers)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "match_id"]
+
+
+async def test_body_over_a_megabyte_is_413(client: httpx.AsyncClient, admin_headers: dict[str, str]) -> None:
+    padding = [{"id": "p" * 120} for _ in range(9000)]
+    response = await client.post(
+        "/v1/matches", json={"match_id": "big", "teams": [{"players": padding}]}, headers=admin_headers
+    )
+    assert response.status_code == 413
+
+
+async def test_scores_are_higher_is_better(api: AsyncClient, mode: str) -> None:
+    by_score = await api.post_match(
+        {
+            "match_id": f"{mode}-s",
+            "mode": mode,
+            "teams": [{"players": [{"id": "s1"}], "score": 10}, {"players": [{"id": "s2"}], "score": 30}],
+        }
+    )
+    assert by_score.players[1].after.mu > by_score.players[1].before.mu
+
+
+async def test_counters_and_last_played_at(api: AsyncClient, mode: str) -> None:
+    played = "2026-01-02T03:04:05Z"
+    await api.post_match({**match(f"{mode}-a", mode, ["c1"], ["c2"], ["c3"]), "played_at": played})
+    await api.post_match(match(f"{mode}-b", mode, ["c1"], ["c2"], ranks=[1, 1]))
+    ratings = {
+        p: next(r for r in (await api.get_player(p)).ratings if r.mode == mode) for p in ("c1", "c2", "c3")
+    }
+    assert (ratings["c1"].matches, ratings["c1"].wins, ratings["c1"].losses, ratings["c1"].draws) == (
+        2,
+        1,
+        0,
+        1,
+    )
+    assert (ratings["c2"].matches, ratings["c2"].wins, ratings["c2"].losses, ratings["c2"].draws) == (
+        2,
+        0,
+        1,
+        1,
+    )
+    assert (ratings["c3"].wins, ratings["c3"].losses) == (0, 1)
+    assert ratings["c3"].last_played_at == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+
+
+async def test_void_is_admin_only_and_marks_the_match(
+    api: AsyncClient, client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    await api.post_match(match(f"{mode}-v", mode, ["v1"], ["v2"]))
+    created = await client.post(
+        "/v1/keys", json={"name": "backend", "scopes": ["results:write", "read"]}, headers=admin_headers
+    )
+    backend = {"Authorization": f"Bearer {created.json()['key']}"}
+    assert (await client.post(f"/v1/matches/{mode}-v/void", headers=backend)).status_code == 403
+    voided = await api.void_match(f"{mode}-v")
+    assert voided.void is True
+    assert (await api.get_match(f"{mode}-v")).void is True
+    assert (await client.post("/v1/matches/nope/void", headers=admin_headers)).status_code == 404
+
+
+async def test_results_write_key_can_post_but_not_read_modes(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    created = await client.post(
+        "/v1/keys", json={"name": "gb", "scopes": ["results:write"]}, headers=admin_headers
+    )
+    backend = {"Authorization": f"Bearer {created.json()['key']}"}
+    posted = await client.post("/v1/matches", json=match(f"{mode}-k", mode, ["k1"], ["k2"]), headers=backend)
+    assert posted.status_code == 201
+    assert (await client.get(f"/v1/modes/{mode}", headers=backend)).status_code == 403
