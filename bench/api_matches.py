@@ -1,0 +1,243 @@
+"""POST /v1/matches throughput and latency, side by side with pgbench, in one run.
+
+    python bench/api_matches.py [--seconds 20] [--workers 2] [--connections 32]
+
+1. Starts the service the way `make run` does (`python -m app serve`, embedded
+   PostgreSQL and Redis under a temp DATA_DIR, WORKERS uvicorn processes).
+2. Seeds 100,000 rated players in the `default` mode.
+3. wrk drives sustained 2v2 `POST /v1/matches` at CONNECTIONS connections, each request a
+   new match of 4 random players.
+4. pgbench runs the same transaction shape against the same database: lock 4 rating
+   rows in id order, update 4, insert the match and 4 participants.
+Prints throughput, p50/p99 of both and the ratio. Needs wrk and pgbench (Debian: wrk,
+postgresql-client).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import secrets
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAYERS = 100_000
+KEY = "bench-admin-key-" + secrets.token_hex(8)
+
+WRK_SCRIPT = r"""
+local counter = 0
+local prefix = tostring(math.random(1, 1e9))
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer %(key)s"
+request = function()
+  counter = counter + 1
+  local picked, ids = {}, {}
+  while #ids < 4 do
+    local p = math.random(1, %(players)d)
+    if not picked[p] then picked[p] = true; ids[#ids + 1] = "b" .. p end
+  end
+  local body = string.format(
+    '{"match_id":"w%%s-%%d","teams":[{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":1},' ..
+    '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix, counter, ids[1], ids[2], ids[3], ids[4])
+  return wrk.format(nil, "/v1/matches", nil, body)
+end
+"""
+
+PGBENCH_SCRIPT = """
+\\set a random(1, %(players)d)
+\\set b random(1, %(players)d)
+\\set c random(1, %(players)d)
+\\set d random(1, %(players)d)
+BEGIN;
+SELECT player_id, mu, sigma FROM ratings
+ WHERE mode = 'default' AND player_id = ANY(ARRAY['b' || :a, 'b' || :b, 'b' || :c, 'b' || :d]::varchar[])
+ ORDER BY player_id FOR UPDATE;
+UPDATE ratings SET mu = mu + 0.01, sigma = sigma * 0.999, conservative = mu - 3 * sigma, matches = matches + 1
+ WHERE mode = 'default' AND player_id = ANY(ARRAY['b' || :a, 'b' || :b, 'b' || :c, 'b' || :d]::varchar[]);
+INSERT INTO matches (match_id, mode, played_at, body_hash, quality, response)
+ VALUES ('pg-' || md5(random()::text || clock_timestamp()::text), 'default', now(), 'x', 0.4, '{}');
+INSERT INTO match_players
+ (match_pk, player_id, mode, team, rank, weight, mu_before, sigma_before, mu_after, sigma_after)
+ SELECT currval('matches_id_seq'), p, 'default', 0, 1, 1, 25, 8, 26, 7
+ FROM unnest(ARRAY['b' || :a, 'b' || :b, 'b' || :c, 'b' || :d]::varchar[]) AS p ON CONFLICT DO NOTHING;
+COMMIT;
+"""
+
+
+def wait_ready(base: str, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("the service exited during start-up")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit("the service did not become ready")
+
+
+def seed(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO players (id) SELECT 'b' || g FROM generate_series(1, %s) g ON CONFLICT DO NOTHING",
+            (PLAYERS,),
+        )
+        conn.execute(
+            "INSERT INTO ratings (player_id, mode, mu, sigma, conservative) "
+            "SELECT 'b' || g, 'default', 25, 8.333333333333334, 0 FROM generate_series(1, %s) g "
+            "ON CONFLICT DO NOTHING",
+            (PLAYERS,),
+        )
+        conn.execute("VACUUM ANALYZE ratings")
+
+
+def parse_wrk(output: str) -> dict[str, float]:
+    def latency(label: str) -> float:
+        match = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", output, re.M)
+        if not match:
+            raise SystemExit(f"could not read wrk's {label}% latency:\n{output}")
+        value, unit = float(match.group(1)), match.group(2)
+        return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    return {
+        "tps": rate,
+        "p50": latency("50"),
+        "p99": latency("99"),
+        "errors": float(non_2xx.group(1)) if non_2xx else 0.0,
+    }
+
+
+def run_pgbench(socket_dir: str, seconds: int, clients: int, workdir: Path) -> dict[str, float]:
+    script = workdir / "match.sql"
+    script.write_text(PGBENCH_SCRIPT % {"players": PLAYERS})
+    for old in workdir.glob("pgbench_log*"):
+        old.unlink()
+    out = subprocess.run(
+        [
+            "pgbench",
+            "-n",
+            "-h",
+            socket_dir,
+            "-U",
+            "postgres",
+            "-d",
+            "skillservice",
+            "-c",
+            str(clients),
+            "-j",
+            "2",
+            "-T",
+            str(seconds),
+            "-f",
+            str(script),
+            "-l",
+            "--log-prefix",
+            str(workdir / "pgbench_log"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    tps = float(re.search(r"tps = ([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    latencies = sorted(
+        int(line.split()[2]) / 1000
+        for log in workdir.glob("pgbench_log*")
+        for line in log.read_text().splitlines()
+    )
+    return {
+        "tps": tps,
+        "p50": statistics.median(latencies),
+        "p99": latencies[int(len(latencies) * 0.99)],
+        "errors": 0.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--connections", type=int, default=32)
+    args = parser.parse_args()
+    for tool in ("wrk", "pgbench"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"{tool} is not installed (apt-get install wrk postgresql-client)")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-matches-"))
+    os.chmod(workdir, 0o755)
+    data_dir = workdir / "data"
+    port = 8765
+    env = {
+        **os.environ,
+        "DATA_DIR": str(data_dir),
+        "PORT": str(port),
+        "WORKERS": str(args.workers),
+        "ADMIN_API_KEY": KEY,
+        "LOG_LEVEL": "WARNING",
+        "DB_POOL_SIZE": "20",
+    }
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    service = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base, service)
+        socket_dir = str(data_dir.resolve() / "postgres")
+        url = f"postgresql://postgres@/skillservice?host={socket_dir}"
+        seed(url)
+        lua = workdir / "post.lua"
+        lua.write_text(WRK_SCRIPT % {"key": KEY, "players": PLAYERS})
+        subprocess.run(
+            ["wrk", "-t2", f"-c{args.connections}", "-d3s", "-s", str(lua), base],
+            capture_output=True,
+            check=True,
+        )  # warm-up
+        wrk = subprocess.run(
+            ["wrk", "-t2", f"-c{args.connections}", f"-d{args.seconds}s", "--latency", "-s", str(lua), base],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        ours = parse_wrk(wrk)
+        pg = run_pgbench(socket_dir, args.seconds, args.connections, workdir)
+    finally:
+        service.send_signal(signal.SIGINT)
+        try:
+            service.wait(30)
+        except subprocess.TimeoutExpired:
+            service.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    print(
+        f"2v2 POST /v1/matches over {PLAYERS:,} players, {args.connections} connections, {args.seconds}s, "
+        f"{args.workers} uvicorn workers, embedded PostgreSQL\n"
+    )
+    print("| | transactions/s | p50 ms | p99 ms | non-2xx |")
+    print("|---|---|---|---|---|")
+    row = f"{ours['tps']:.0f} | {ours['p50']:.1f} | {ours['p99']:.1f} | {ours['errors']:.0f}"
+    print(f"| service (wrk) | {row} |")
+    print(f"| pgbench, same transaction shape | {pg['tps']:.0f} | {pg['p50']:.1f} | {pg['p99']:.1f} | - |")
+    print(
+        f"\nservice / pgbench throughput: {ours['tps'] / pg['tps']:.0%} (goal >= 50%); "
+        f"service p99 {ours['p99']:.1f} ms (goal <= 50 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()
