@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth import service as auth_service
 from app.auth.keys import Scope
+from app.auth.service import Principal
 from app.config import Settings
-from app.db.models import ApiKey
 
 
 @dataclass
@@ -58,19 +58,19 @@ def _bearer(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def require(scope: Scope) -> Callable[..., Awaitable[ApiKey]]:
+def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
     """A dependency that lets a request through only with a key holding `scope`."""
 
-    async def check(request: Request, session: SessionDep) -> ApiKey:
+    async def check(request: Request, session: SessionDep) -> Principal:
         key = await auth_service.authenticate(session, _bearer(request), scope)
-        request.state.api_key_id = key.id
+        request.state.api_key_id = key.key_id
         return key
 
     check.__name__ = f"require_{scope.name}"
     return check
 
 
-ReadKey = Annotated[ApiKey, Depends(require(Scope.read))]
-AdminKey = Annotated[ApiKey, Depends(require(Scope.admin))]
-ResultsKey = Annotated[ApiKey, Depends(require(Scope.results_write))]
-MatchmakingKey = Annotated[ApiKey, Depends(require(Scope.matchmaking))]
+ReadKey = Annotated[Principal, Depends(require(Scope.read))]
+AdminKey = Annotated[Principal, Depends(require(Scope.admin))]
+ResultsKey = Annotated[Principal, Depends(require(Scope.results_write))]
+MatchmakingKey = Annotated[Principal, Depends(require(Scope.matchmaking))]

@@ -22,14 +22,13 @@ router = APIRouter(prefix="/v1/matches", tags=["matches"])
         409: {"description": "The match id was used for a different body"},
     },
 )
-async def post_match(body: MatchIn, response: Response, session: SessionDep, _: ResultsKey) -> MatchOut:
+async def post_match(body: MatchIn, session: SessionDep, _: ResultsKey) -> Response:
     """Rate a finished match in one transaction, exactly once per match_id. Players the
     mode has not seen start at its prior. The same body again returns 200 and the
     stored response; a different body under a used match_id returns 409."""
     result = await service.record_match(session, body)
-    if not result.created:
-        response.status_code = status.HTTP_200_OK
-    return result
+    # The response is the stored JSON, sent as is (it was built and validated once).
+    return Response(result.json, status_code=201 if result.created else 200, media_type="application/json")
 
 
 @router.get("/{match_id}", operation_id="get_match", response_model=MatchOut)

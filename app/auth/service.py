@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
+from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -33,19 +35,50 @@ async def list_keys(session: AsyncSession) -> list[ApiKey]:
 async def revoke_key(session: AsyncSession, key_id: str) -> None:
     if not await repository.revoke(session, key_id):
         raise NotFound(f"no active key {key_id!r}")
+    _key_cache.pop(key_id, None)
 
 
-async def authenticate(session: AsyncSession, presented: str | None, needed: Scope) -> ApiKey:
-    """The key's row if it is known, active and holds `needed` (admin holds every scope)."""
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated key: its id and scopes."""
+
+    key_id: str
+    key_hash: str
+    scopes: frozenset[str]
+
+
+# Key rows are cached per process for a few seconds so a request costs no key query.
+# A revocation takes effect at once in the process that made it, elsewhere within this.
+KEY_CACHE_SECONDS = 5.0
+_key_cache: dict[str, tuple[float, Principal | None]] = {}
+
+
+async def _principal(session: AsyncSession, key_id: str) -> Principal | None:
+    now = time.monotonic()
+    hit = _key_cache.get(key_id)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    row = await repository.get(session, key_id)
+    principal = (
+        None
+        if row is None or row.revoked_at is not None
+        else Principal(row.id, row.key_hash, frozenset(row.scopes))
+    )
+    _key_cache[key_id] = (now + KEY_CACHE_SECONDS, principal)
+    return principal
+
+
+async def authenticate(session: AsyncSession, presented: str | None, needed: Scope) -> Principal:
+    """The key if it is known, active and holds `needed` (admin holds every scope)."""
     if not presented:
         raise Unauthorized("missing API key: send Authorization: Bearer <key>")
     key_id = keys.key_id_of(presented) or keys.bootstrap_id(presented)
-    row = await repository.get(session, key_id)
-    if row is None or row.revoked_at is not None or not keys.matches(row.key_hash, presented):
+    principal = await _principal(session, key_id)
+    if principal is None or not keys.matches(principal.key_hash, presented):
         raise Unauthorized("unknown or revoked API key")
-    if needed.value not in row.scopes and Scope.admin.value not in row.scopes:
+    if needed.value not in principal.scopes and Scope.admin.value not in principal.scopes:
         raise Forbidden(f"this key lacks the {needed.value!r} scope")
-    return row
+    return principal
 
 
 async def ensure_bootstrap_key(session: AsyncSession, configured: str | None) -> str | None:

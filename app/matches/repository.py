@@ -1,8 +1,8 @@
 """SQL for recording matches: claim the id, create and lock ratings, write everything.
 
-A match costs four statements: claim the match id, create missing players and ratings,
-lock the participants' ratings in player-id order, and one statement that updates the
-ratings, inserts the participants and completes the match row.
+A match costs three statements: claim the match id (creating missing players and
+ratings), lock the participants' ratings in player-id order, and one statement that
+updates the ratings, inserts the participants and completes the match row.
 """
 
 from __future__ import annotations
@@ -14,24 +14,28 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+# Claims the match id and, only when it was free, creates the missing players and
+# ratings at the prior. Sorted ids: concurrent inserts of new players wait in one order.
 _CLAIM = text("""
-    INSERT INTO matches (match_id, mode, played_at, body_hash, quality, response)
-    VALUES (:match_id, :mode, :played_at, :body_hash, 0, '{}'::jsonb)
-    ON CONFLICT (match_id) DO NOTHING
-    RETURNING id
+    WITH claimed AS (
+        INSERT INTO matches (match_id, mode, played_at, body_hash, quality, response)
+        VALUES (:match_id, :mode, :played_at, :body_hash, 0, '{}'::jsonb)
+        ON CONFLICT (match_id) DO NOTHING
+        RETURNING id
+    ), new_players AS (
+        INSERT INTO players (id)
+        SELECT unnest(CAST(:ids AS varchar[])) WHERE EXISTS (SELECT 1 FROM claimed)
+        ON CONFLICT DO NOTHING
+    ), new_ratings AS (
+        INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
+        SELECT unnest(CAST(:ids AS varchar[])), :mode, :mu, :sigma, :conservative
+        WHERE EXISTS (SELECT 1 FROM claimed)
+        ON CONFLICT DO NOTHING
+    )
+    SELECT id FROM claimed
 """)
 
 _STORED = text("SELECT body_hash, response, void FROM matches WHERE match_id = :match_id")
-
-# Sorted ids: concurrent inserts of the same new players then wait in one order only.
-_ENSURE = text("""
-    WITH new_players AS (
-        INSERT INTO players (id) SELECT unnest(CAST(:ids AS varchar[])) ON CONFLICT DO NOTHING
-    )
-    INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
-    SELECT unnest(CAST(:ids AS varchar[])), :mode, :mu, :sigma, :conservative
-    ON CONFLICT DO NOTHING
-""")
 
 # One fixed lock order (player id) for every transaction: no deadlocks (DESIGN.md).
 _LOCK = text("""
@@ -96,19 +100,39 @@ class Outcome:
     draw: int
 
 
+@dataclass(frozen=True, slots=True)
+class Prior:
+    """A mode's starting rating."""
+
+    mu: float
+    sigma: float
+    conservative: float
+
+
 async def claim(
     session: AsyncSession,
     match_id: str,
     mode: str,
     played_at: dt.datetime,
     body_hash: str,
+    player_ids: list[str],
+    prior: Prior,
 ) -> int | None:
-    """The new match row's key, or None when the id is taken (after the taker commits)."""
-    row = (
-        await session.execute(
-            _CLAIM, {"match_id": match_id, "mode": mode, "played_at": played_at, "body_hash": body_hash}
-        )
-    ).first()
+    """The new match row's key, or None when the id is taken (after the taker commits).
+
+    When the id is new, missing players and their ratings are created at the prior.
+    """
+    params = {
+        "match_id": match_id,
+        "mode": mode,
+        "played_at": played_at,
+        "body_hash": body_hash,
+        "ids": sorted(player_ids),
+        "mu": prior.mu,
+        "sigma": prior.sigma,
+        "conservative": prior.conservative,
+    }
+    row = (await session.execute(_CLAIM, params)).first()
     return None if row is None else int(row[0])
 
 
@@ -118,20 +142,10 @@ async def stored(session: AsyncSession, match_id: str) -> StoredMatch | None:
 
 
 async def lock_ratings(
-    session: AsyncSession,
-    mode: str,
-    player_ids: list[str],
-    prior_mu: float,
-    prior_sigma: float,
-    prior_conservative: float,
+    session: AsyncSession, mode: str, player_ids: list[str]
 ) -> dict[str, tuple[float, float]]:
-    """Create missing ratings at the prior, then lock all of them; id -> (mu, sigma)."""
-    ids = sorted(player_ids)
-    await session.execute(
-        _ENSURE,
-        {"ids": ids, "mode": mode, "mu": prior_mu, "sigma": prior_sigma, "conservative": prior_conservative},
-    )
-    rows = (await session.execute(_LOCK, {"mode": mode, "ids": ids})).all()
+    """Lock the participants' ratings in player-id order; id -> (mu, sigma)."""
+    rows = (await session.execute(_LOCK, {"mode": mode, "ids": sorted(player_ids)})).all()
     return {row[0]: (row[1], row[2]) for row in rows}
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.matches import repository
-from app.matches.repository import Outcome
+from app.matches.repository import Outcome, Prior
 from app.matches.schemas import MatchIn, MatchOut, consistency_errors
 from app.modes import service as modes
 from app.rating import Rating, RatingInputError
@@ -44,7 +45,15 @@ def _results(ranks: list[float]) -> list[tuple[int, int, int]]:
     return out
 
 
-async def record_match(session: AsyncSession, match: MatchIn) -> MatchOut:
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The response to a posted match, already serialised (it is also what is stored)."""
+
+    json: bytes
+    created: bool
+
+
+async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
     errors = consistency_errors(match)
     if errors:
         raise ValidationFailed(
@@ -54,15 +63,15 @@ async def record_match(session: AsyncSession, match: MatchIn) -> MatchOut:
     rules = await modes.resolve(session, match.mode)
     fingerprint = body_hash(match)
     played_at = match.played_at or dt.datetime.now(dt.UTC)
-    match_pk = await repository.claim(session, match.match_id, match.mode, played_at, fingerprint)
-    if match_pk is None:
-        return await _replayed(session, match.match_id, fingerprint)
-
     env, k = rules.env, rules.conservative_k
     ids = [p.id for team in match.teams for p in team.players]
-    current = await repository.lock_ratings(
-        session, rules.name, ids, env.mu, env.sigma, env.mu - k * env.sigma
-    )
+    prior = Prior(env.mu, env.sigma, env.mu - k * env.sigma)
+    match_pk = await repository.claim(session, match.match_id, match.mode, played_at, fingerprint, ids, prior)
+    if match_pk is None:
+        replayed = await _replayed(session, match.match_id, fingerprint)
+        return Recorded(replayed.model_dump_json().encode(), created=False)
+
+    current = await repository.lock_ratings(session, rules.name, ids)
     groups = [[Rating(*current[p.id]) for p in team.players] for team in match.teams]
     weights = [[p.weight for p in team.players] for team in match.teams]
     ranks = _ranks(match)
@@ -110,8 +119,9 @@ async def record_match(session: AsyncSession, match: MatchIn) -> MatchOut:
             for o in outcomes
         ],
     }
-    await repository.apply(session, match_pk, rules.name, played_at, outcomes, quality, json.dumps(response))
-    return MatchOut.model_validate(response)
+    stored = json.dumps(response)
+    await repository.apply(session, match_pk, rules.name, played_at, outcomes, quality, stored)
+    return Recorded(stored.encode(), created=True)
 
 
 def _rating(mu: float, sigma: float, k: float) -> dict[str, float]:
