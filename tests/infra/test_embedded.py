@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
 import psycopg
 from redis import Redis
 
@@ -17,10 +18,13 @@ def test_second_start_reuses_the_data(tmp_path: Path) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE kept (v int)")
         conn.execute("INSERT INTO kept VALUES (42)")
-    Redis.from_url(redis_url).set("kept", "yes")
+    left_open = Redis.from_url(redis_url)  # a client still connected must not keep the server alive
+    left_open.set("kept", "yes")
     pid = first._postgres.get_pid()
+    redis_pid = first._redis.pid
     first.stop()
     assert not psycopg_alive(url)
+    assert not psutil.pid_exists(redis_pid) or psutil.Process(redis_pid).status() == psutil.STATUS_ZOMBIE
 
     second = EmbeddedServers(tmp_path)
     url2 = second.start_postgres()
