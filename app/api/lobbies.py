@@ -1,0 +1,25 @@
+"""Lobbies (matchmaking scope): evaluate a proposed lobby, or balance players into teams."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.api.deps import MatchmakingKey, SessionDep
+from app.lobbies import service
+from app.lobbies.schemas import BalanceIn, BalanceOut, EvaluateIn, EvaluateOut
+
+router = APIRouter(prefix="/v1/lobbies", tags=["lobbies"])
+
+
+@router.post("/evaluate", operation_id="evaluate_lobby", response_model=EvaluateOut)
+async def evaluate_lobby(body: EvaluateIn, session: SessionDep, _: MatchmakingKey) -> EvaluateOut:
+    """Draw quality and per-team win probabilities of a proposed lobby. Players the mode
+    has not seen count at its prior."""
+    return await service.evaluate(session, body)
+
+
+@router.post("/balance", operation_id="balance_lobby", response_model=BalanceOut)
+async def balance_lobby(body: BalanceIn, session: SessionDep, _: MatchmakingKey) -> BalanceOut:
+    """The highest-quality split into `teams` teams of equal size (as equal as the count
+    allows), parties kept together. Exact up to 12 players; a measured heuristic above."""
+    return await service.balance_lobby(session, body)

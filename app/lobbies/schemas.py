@@ -1,0 +1,37 @@
+"""HTTP shapes of lobby evaluation and balancing."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.ids import Identifier
+
+MAX_LOBBY = 1000
+MAX_BALANCE = 100
+
+
+class EvaluateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Identifier = "default"
+    teams: list[list[Identifier]] = Field(min_length=2, max_length=MAX_LOBBY)
+
+
+class EvaluateOut(BaseModel):
+    quality: float = Field(description="draw quality (seed 000 eq. 7, general form), in (0, 1]")
+    win_probabilities: list[float] = Field(description="probability each team finishes first; sums to 1")
+
+
+class BalanceIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Identifier = "default"
+    players: list[Identifier] = Field(min_length=2, max_length=MAX_BALANCE)
+    teams: int = Field(2, ge=2, le=50)
+    parties: list[list[Identifier]] = Field(default_factory=list, max_length=MAX_BALANCE)
+
+
+class BalanceOut(BaseModel):
+    teams: list[list[str]]
+    quality: float
+    exact: bool = Field(description="true when the split is proven best (up to 12 players)")

@@ -1,0 +1,71 @@
+"""Lobby use cases: how fair is this lobby, and what is its fairest split."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import ValidationFailed
+from app.lobbies.schemas import BalanceIn, BalanceOut, EvaluateIn, EvaluateOut
+from app.matchmaking.balance import balance
+from app.modes import service as modes
+from app.rating import Rating, RatingInputError
+
+_RATINGS = text(
+    "SELECT player_id, mu, sigma FROM ratings WHERE mode = :mode AND player_id = ANY(CAST(:ids AS varchar[]))"
+)
+
+
+async def _ratings(session: AsyncSession, mode: str, ids: list[str]) -> tuple[dict[str, Rating], Rating]:
+    """Current ratings by id; players the mode has not seen get its prior (returned too)."""
+    rules = await modes.resolve(session, mode)
+    prior = Rating(rules.env.mu, rules.env.sigma)
+    rows = (await session.execute(_RATINGS, {"mode": mode, "ids": ids})).all()
+    return {row[0]: Rating(row[1], row[2]) for row in rows}, prior
+
+
+def _unique(ids: list[str], where: str) -> None:
+    seen: set[str] = set()
+    for index, player in enumerate(ids):
+        if player in seen:
+            raise ValidationFailed(
+                f"player {player!r} appears twice",
+                errors=[{"loc": ["body", where, index], "msg": f"player {player!r} appears twice"}],
+            )
+        seen.add(player)
+
+
+async def evaluate(session: AsyncSession, body: EvaluateIn) -> EvaluateOut:
+    ids = [p for team in body.teams for p in team]
+    _unique(ids, "teams")
+    known, prior = await _ratings(session, body.mode, ids)
+    groups = [[known.get(p, prior) for p in team] for team in body.teams]
+    rules = await modes.resolve(session, body.mode)
+    try:
+        return EvaluateOut(
+            quality=rules.env.quality(groups), win_probabilities=rules.env.win_probability(groups)
+        )
+    except RatingInputError as exc:
+        raise ValidationFailed(str(exc), errors=[{"loc": ["body", "teams"], "msg": str(exc)}]) from None
+
+
+async def balance_lobby(session: AsyncSession, body: BalanceIn) -> BalanceOut:
+    _unique(body.players, "players")
+    index = {p: i for i, p in enumerate(body.players)}
+    for number, party in enumerate(body.parties):
+        for player in party:
+            if player not in index:
+                message = f"party member {player!r} is not in players"
+                raise ValidationFailed(message, errors=[{"loc": ["body", "parties", number], "msg": message}])
+    known, prior = await _ratings(session, body.mode, body.players)
+    rules = await modes.resolve(session, body.mode)
+    ratings = [known.get(p, prior) for p in body.players]
+    try:
+        split = balance(ratings, body.teams, [[index[p] for p in party] for party in body.parties], rules.env)
+    except RatingInputError as exc:
+        raise ValidationFailed(str(exc), errors=[{"loc": ["body"], "msg": str(exc)}]) from None
+    return BalanceOut(
+        teams=[[body.players[i] for i in team] for team in split.teams],
+        quality=split.quality,
+        exact=split.exact,
+    )
