@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from redis.asyncio import Redis
 from sqlalchemy import text
 
-from app.api import health, keys, lobbies, matches, modes, players, problems
+from app.api import health, keys, lobbies, matches, modes, players, problems, queues
 from app.api.deps import Resources
 from app.api.middleware import BodyLimit, RequestContext
 from app.config import Settings
@@ -69,7 +69,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Skill service", version="1.0.0", description=DESCRIPTION, lifespan=lifespan)
     problems.install(app)
-    for router in (health.router, keys.router, modes.router, matches.router, players.router, lobbies.router):
+    for router in (
+        health.router,
+        keys.router,
+        modes.router,
+        matches.router,
+        players.router,
+        lobbies.router,
+        queues.router,
+    ):
         app.include_router(router)
     max_body = (settings or Settings()).max_body_bytes
     app.add_middleware(BodyLimit, max_bytes=max_body)

@@ -15,13 +15,13 @@ router = APIRouter(prefix="/v1/modes", tags=["modes"])
 @router.get("", operation_id="list_modes", response_model=ModeList)
 async def list_modes(session: SessionDep, _: ReadKey) -> ModeList:
     """Every mode with its rating parameters."""
-    return ModeList(modes=[ModeOut.model_validate(m) for m in await service.list_modes(session)])
+    return ModeList(modes=[ModeOut.of(m) for m in await service.list_modes(session)])
 
 
 @router.get("/{mode}", operation_id="get_mode", response_model=ModeOut)
 async def get_mode(mode: Identifier, session: SessionDep, _: ReadKey) -> ModeOut:
     """One mode; 404 if unknown."""
-    return ModeOut.model_validate(await service.get_mode(session, mode))
+    return ModeOut.of(await service.get_mode(session, mode))
 
 
 @router.put("/{mode}", operation_id="put_mode", response_model=ModeOut)
@@ -29,4 +29,4 @@ async def put_mode(mode: Identifier, body: ModeUpdate, session: SessionDep, _: A
     """Create or change a mode. On creation, omitted fields take the TrueSkill defaults
     (beta = sigma/2, tau = sigma/100); on change, omitted fields keep their values.
     Changing parameters does not rewrite existing ratings: a replay job does."""
-    return ModeOut.model_validate(await service.put_mode(session, mode, body))
+    return ModeOut.of(await service.put_mode(session, mode, body))

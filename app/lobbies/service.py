@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import ValidationFailed
 from app.lobbies.schemas import BalanceIn, BalanceOut, EvaluateIn, EvaluateOut
 from app.matchmaking.balance import balance
 from app.modes import service as modes
+from app.players import repository as players
 from app.rating import Rating, RatingInputError
-
-_RATINGS = text(
-    "SELECT player_id, mu, sigma FROM ratings WHERE mode = :mode AND player_id = ANY(CAST(:ids AS varchar[]))"
-)
 
 
 async def _ratings(session: AsyncSession, mode: str, ids: list[str]) -> tuple[dict[str, Rating], Rating]:
     """Current ratings by id; players the mode has not seen get its prior (returned too)."""
     rules = await modes.resolve(session, mode)
     prior = Rating(rules.env.mu, rules.env.sigma)
-    rows = (await session.execute(_RATINGS, {"mode": mode, "ids": ids})).all()
-    return {row[0]: Rating(row[1], row[2]) for row in rows}, prior
+    rows = await players.current_ratings(session, mode, ids)
+    return {player: Rating(*rating) for player, rating in rows.items()}, prior
 
 
 def _unique(ids: list[str], where: str) -> None:

@@ -28,6 +28,20 @@ class ModeUpdate(BaseModel):
     teams: int | None = Field(None, ge=2, le=64, description="queue shape: teams per match")
     team_size: int | None = Field(None, ge=1, le=100, description="queue shape: players per team")
     min_matches_for_leaderboard: int | None = Field(None, ge=0, le=1_000_000)
+    quality_start: float | None = Field(None, ge=0, le=1, description="queue: quality a match needs at once")
+    quality_floor: float | None = Field(None, ge=0, le=1, description="queue: quality needed after relaxing")
+    relax_seconds: float | None = Field(
+        None, ge=0, le=86_400, description="queue: wait to relax to the floor"
+    )
+    ticket_ttl_seconds: float | None = Field(None, ge=1, le=86_400, description="queue: ticket lifetime")
+
+
+QUEUE_DEFAULTS = {
+    "quality_start": 0.4,
+    "quality_floor": 0.05,
+    "relax_seconds": 60.0,
+    "ticket_ttl_seconds": 300.0,
+}
 
 
 class ModeOut(BaseModel):
@@ -45,8 +59,18 @@ class ModeOut(BaseModel):
     teams: int
     team_size: int
     min_matches_for_leaderboard: int
+    quality_start: float
+    quality_floor: float
+    relax_seconds: float
+    ticket_ttl_seconds: float
     created_at: dt.datetime
     updated_at: dt.datetime
+
+    @classmethod
+    def of(cls, mode: object) -> ModeOut:
+        settings = {**QUEUE_DEFAULTS, **(getattr(mode, "settings", None) or {})}
+        fields = {name: getattr(mode, name) for name in cls.model_fields if name not in QUEUE_DEFAULTS}
+        return cls(**fields, **{k: settings[k] for k in QUEUE_DEFAULTS})
 
 
 class ModeList(BaseModel):

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Mode
 from app.errors import NotFound, ValidationFailed
+from app.matchmaking.proposals import Relaxation
 from app.modes import repository
-from app.modes.schemas import ModeUpdate
+from app.modes.schemas import QUEUE_DEFAULTS, ModeUpdate
 from app.rating import RatingInputError, TrueSkill
 
 # Another process's PUT reaches this one's cache within this many seconds.
@@ -19,11 +20,15 @@ CACHE_SECONDS = 2.0
 
 @dataclass(frozen=True, slots=True)
 class ModeRules:
-    """What rating a match needs to know about its mode."""
+    """What rating a match, and forming one, need to know about a mode."""
 
     name: str
     env: TrueSkill
     conservative_k: float
+    teams: int = 2
+    team_size: int = 1
+    relax: Relaxation = field(default_factory=Relaxation)
+    ticket_ttl: float = QUEUE_DEFAULTS["ticket_ttl_seconds"]
 
 
 _cache: dict[str, tuple[float, ModeRules]] = {}
@@ -31,7 +36,11 @@ _cache: dict[str, tuple[float, ModeRules]] = {}
 
 def rules_of(mode: Mode) -> ModeRules:
     env = TrueSkill(mode.mu, mode.sigma, mode.beta, mode.tau, mode.draw_probability)
-    return ModeRules(mode.name, env, mode.conservative_k)
+    queue = {**QUEUE_DEFAULTS, **(mode.settings or {})}
+    relax = Relaxation(queue["quality_start"], queue["quality_floor"], queue["relax_seconds"])
+    return ModeRules(
+        mode.name, env, mode.conservative_k, mode.teams, mode.team_size, relax, queue["ticket_ttl_seconds"]
+    )
 
 
 async def resolve(session: AsyncSession, name: str) -> ModeRules:
@@ -62,6 +71,9 @@ async def list_modes(session: AsyncSession) -> list[Mode]:
 async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode:
     values = update.model_dump(exclude_none=True)
     current = await repository.get(session, name)
+    queue = {key: values.pop(key) for key in QUEUE_DEFAULTS if key in values}
+    if queue:
+        values["settings"] = {**((current.settings if current is not None else None) or {}), **queue}
     merged = {
         key: values.get(key, getattr(current, key) if current is not None else None)
         for key in ("mu", "sigma", "beta", "tau", "draw_probability")

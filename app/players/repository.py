@@ -61,3 +61,16 @@ async def history(
 
 async def set_rating(session: AsyncSession, player_id: str, mode: str, mu: float, sigma: float) -> None:
     await session.execute(_SET, {"player_id": player_id, "mode": mode, "mu": mu, "sigma": sigma})
+
+
+_CURRENT = text(
+    "SELECT player_id, mu, sigma FROM ratings WHERE mode = :mode AND player_id = ANY(CAST(:ids AS varchar[]))"
+)
+
+
+async def current_ratings(
+    session: AsyncSession, mode: str, player_ids: list[str]
+) -> dict[str, tuple[float, float]]:
+    """Current (mu, sigma) of the given players in a mode; players without one are absent."""
+    rows = (await session.execute(_CURRENT, {"mode": mode, "ids": player_ids})).all()
+    return {row[0]: (row[1], row[2]) for row in rows}

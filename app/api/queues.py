@@ -1,0 +1,62 @@
+"""The matchmaking queue of a mode (matchmaking scope)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response, status
+
+from app.api.deps import MatchmakingKey, RedisDep, SessionDep
+from app.ids import Identifier
+from app.queues import service
+from app.queues.schemas import MatchmakeIn, MatchmakeOut, QueueStats, TicketCreated, TicketIn, TicketOut
+
+router = APIRouter(prefix="/v1/queues", tags=["matchmaking queue"])
+
+
+@router.post(
+    "/{mode}/tickets",
+    operation_id="create_ticket",
+    status_code=status.HTTP_201_CREATED,
+    response_model=TicketCreated,
+)
+async def create_ticket(
+    mode: Identifier, body: TicketIn, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+) -> TicketCreated:
+    """Queue a player or a party. Ratings are read now; unseen players start at the mode's
+    prior. A player holds at most one active ticket per mode (409 otherwise)."""
+    return await service.create_ticket(session, redis, mode, body)
+
+
+@router.get("/{mode}/tickets/{ticket_id}", operation_id="get_ticket", response_model=TicketOut)
+async def get_ticket(
+    mode: Identifier, ticket_id: Identifier, redis: RedisDep, _: MatchmakingKey
+) -> TicketOut:
+    """A ticket's status (queued, matched, cancelled or expired) and its match."""
+    return await service.get_ticket(redis, mode, ticket_id)
+
+
+@router.delete(
+    "/{mode}/tickets/{ticket_id}", operation_id="cancel_ticket", status_code=status.HTTP_204_NO_CONTENT
+)
+async def cancel_ticket(
+    mode: Identifier, ticket_id: Identifier, redis: RedisDep, _: MatchmakingKey
+) -> Response:
+    """Leave the queue; 409 if the ticket was already matched."""
+    await service.cancel_ticket(redis, mode, ticket_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{mode}/matchmake", operation_id="matchmake", response_model=MatchmakeOut)
+async def matchmake(
+    mode: Identifier, body: MatchmakeIn, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+) -> MatchmakeOut:
+    """Form up to max_matches matches of the mode's shape, best draw quality first. Each
+    is claimed atomically: no ticket is ever in two proposals."""
+    return await service.matchmake(session, redis, mode, body.max_matches)
+
+
+@router.get("/{mode}", operation_id="queue_stats", response_model=QueueStats)
+async def queue_stats(
+    mode: Identifier, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+) -> QueueStats:
+    """Waiting tickets and players, and the longest wait."""
+    return await service.stats(session, redis, mode)
