@@ -95,16 +95,7 @@ async def ensure_bootstrap_key(session: AsyncSession, configured: str | None) ->
                 row.revoked_at = dt.datetime.now(dt.UTC)
         existing = await repository.get(session, wanted)
         if existing is None:
-            session.add(
-                ApiKey(
-                    id=wanted,
-                    name="bootstrap admin (ADMIN_API_KEY)",
-                    key_hash=keys.hash_key(configured),
-                    scopes=[Scope.admin.value],
-                    bootstrap=True,
-                    created_at=dt.datetime.now(dt.UTC),
-                )
-            )
+            session.add(_bootstrap_row(wanted, "bootstrap admin (ADMIN_API_KEY)", configured))
         elif existing.revoked_at is not None:
             existing.revoked_at = None
         await session.flush()
@@ -112,15 +103,17 @@ async def ensure_bootstrap_key(session: AsyncSession, configured: str | None) ->
     if current:
         return None
     key_id, key = keys.new_key()
-    session.add(
-        ApiKey(
-            id=key_id,
-            name="bootstrap admin (generated)",
-            key_hash=keys.hash_key(key),
-            scopes=[Scope.admin.value],
-            bootstrap=True,
-            created_at=dt.datetime.now(dt.UTC),
-        )
-    )
+    session.add(_bootstrap_row(key_id, "bootstrap admin (generated)", key))
     await session.flush()
     return key
+
+
+def _bootstrap_row(key_id: str, name: str, key: str) -> ApiKey:
+    return ApiKey(
+        id=key_id,
+        name=name,
+        key_hash=keys.hash_key(key),
+        scopes=[Scope.admin.value],
+        bootstrap=True,
+        created_at=dt.datetime.now(dt.UTC),
+    )

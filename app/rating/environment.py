@@ -193,17 +193,10 @@ class TrueSkill:
         drawn: npt.NDArray[np.bool_] | None = None,
     ) -> tuple[Array, Array, Array, Array]:
         """rate_1vs1 for many independent matches at once: arrays in, arrays out."""
-        out = rate_two_team_batch(
-            np.asarray(winner_mu, dtype=np.float64)[:, None],
-            np.asarray(winner_sigma, dtype=np.float64)[:, None],
-            np.asarray(loser_mu, dtype=np.float64)[:, None],
-            np.asarray(loser_sigma, dtype=np.float64)[:, None],
-            drawn,
-            self.beta,
-            self.tau,
-            self.draw_z,
-        )
-        wm, ws, lm, ls = (a[:, 0] for a in out)
+        column = [
+            np.asarray(a, dtype=np.float64)[:, None] for a in (winner_mu, winner_sigma, loser_mu, loser_sigma)
+        ]
+        wm, ws, lm, ls = (a[:, 0] for a in self.rate_two_team_batch(*column, drawn))
         return wm, ws, lm, ls
 
     def rate_two_team_batch(
