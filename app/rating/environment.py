@@ -193,10 +193,10 @@ class TrueSkill:
         drawn: npt.NDArray[np.bool_] | None = None,
     ) -> tuple[Array, Array, Array, Array]:
         """rate_1vs1 for many independent matches at once: arrays in, arrays out."""
-        column = [
+        wmu, wsig, lmu, lsig = (
             np.asarray(a, dtype=np.float64)[:, None] for a in (winner_mu, winner_sigma, loser_mu, loser_sigma)
-        ]
-        wm, ws, lm, ls = (a[:, 0] for a in self.rate_two_team_batch(*column, drawn))
+        )
+        wm, ws, lm, ls = (a[:, 0] for a in self.rate_two_team_batch(wmu, wsig, lmu, lsig, drawn))
         return wm, ws, lm, ls
 
     def rate_two_team_batch(
