@@ -12,6 +12,7 @@ relaxes linearly from `start` to `floor` over `relax_seconds` of the longest wai
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ def propose(
         if team_size == 1 and teams == 2:
             candidates.extend(_pairs(pool, env, relax))
         else:
-            candidates.extend(_runs(pool, teams, team_size, env, relax))
+            candidates.extend(_runs(pool, teams, team_size, env, relax, keep=4 * max_matches))
     candidates.sort(key=lambda p: (-p.quality, p.ticket_ids))
     taken: set[str] = set()
     chosen: list[Proposal] = []
@@ -136,30 +137,39 @@ def _pair(a: Ticket, b: Ticket, env: TrueSkill) -> Proposal:
     return Proposal(
         (a.ticket_id, b.ticket_id),
         ((a.players[0],), (b.players[0],)),
-        env.quality_1vs1(a.ratings[0], b.ratings[0]),
+        quality_1vs1(a.ratings[0], b.ratings[0], env.beta),
         max(a.waited, b.waited),
     )
+
+
+def quality_1vs1(a: Rating, b: Rating, beta: float) -> float:
+    """Seed 000 eq. 7 for two players: sqrt(2β²/c²)·exp(−(μa − μb)²/(2c²)), c² = 2β² + σa² + σb²."""
+    two_beta2 = 2.0 * beta * beta
+    c2 = two_beta2 + a.sigma * a.sigma + b.sigma * b.sigma
+    delta = a.mu - b.mu
+    return math.sqrt(two_beta2 / c2) * math.exp(-delta * delta / (2.0 * c2))
 
 
 def _pairs(pool: list[Ticket], env: TrueSkill, relax: Relaxation) -> list[Proposal]:
     out = []
     for i, a in enumerate(pool):
         for b in pool[i + 1 : i + 1 + NEIGHBOURS]:
-            quality = env.quality_1vs1(a.ratings[0], b.ratings[0])
-            waited = max(a.waited, b.waited)
-            if quality >= relax.threshold(waited):
-                out.append(
-                    Proposal((a.ticket_id, b.ticket_id), ((a.players[0],), (b.players[0],)), quality, waited)
-                )
+            pair = _pair(a, b, env)
+            if pair.quality >= relax.threshold(pair.longest_wait):
+                out.append(pair)
     return out
 
 
 def _runs(
-    pool: list[Ticket], teams: int, team_size: int, env: TrueSkill, relax: Relaxation
+    pool: list[Ticket], teams: int, team_size: int, env: TrueSkill, relax: Relaxation, keep: int
 ) -> list[Proposal]:
-    """Runs of consecutive tickets (by skill) that fill the shape exactly, balanced into teams."""
+    """Runs of consecutive tickets (by skill) that fill the shape exactly.
+
+    Every run is scored with a snake-draft split (O(players)); the best non-overlapping
+    `keep` runs by that score are then balanced exactly, which is what a proposal carries.
+    """
     needed = teams * team_size
-    out = []
+    runs: list[tuple[float, list[Ticket]]] = []
     for start in range(len(pool)):
         run: list[Ticket] = []
         count = 0
@@ -170,12 +180,34 @@ def _runs(
             count += len(ticket.players)
             if count == needed or len(run) > 2 * needed:
                 break
-        if count != needed:
-            continue
+        if count == needed:
+            runs.append((_snake_quality(run, teams, env), run))
+    runs.sort(key=lambda r: -r[0])
+    picked: list[list[Ticket]] = []
+    used: set[str] = set()
+    for _, run in runs:
+        if len(picked) >= keep:
+            break
+        ids = {t.ticket_id for t in run}
+        if used.isdisjoint(ids):
+            picked.append(run)
+            used |= ids
+    out = []
+    for run in picked:
         proposal = _balanced(run, teams, env)
         if proposal is not None and proposal.quality >= relax.threshold(proposal.longest_wait):
             out.append(proposal)
     return out
+
+
+def _snake_quality(run: list[Ticket], teams: int, env: TrueSkill) -> float:
+    """Quality of a quick split: players by skill dealt to teams in snake order."""
+    ratings = sorted((r for t in run for r in t.ratings), key=lambda r: -r.mu)
+    groups: list[list[Rating]] = [[] for _ in range(teams)]
+    for index, rating in enumerate(ratings):
+        lap, seat = divmod(index, teams)
+        groups[seat if lap % 2 == 0 else teams - 1 - seat].append(rating)
+    return env.quality(groups)
 
 
 def _balanced(run: list[Ticket], teams: int, env: TrueSkill) -> Proposal | None:

@@ -90,3 +90,15 @@ def test_heuristic_reaches_99_percent_of_exact_on_random_12_player_lobbies() -> 
         assert guess.quality <= exact.quality * (1 + 1e-9)
         ratios.append(guess.quality / exact.quality)
     assert sum(ratios) / len(ratios) >= 0.99
+
+
+def test_pair_quality_is_equation_7() -> None:
+    from app.matchmaking.proposals import quality_1vs1
+
+    rng = random.Random(14)
+    for _ in range(200):
+        a, b = (
+            Rating(rng.uniform(0, 50), rng.uniform(0.5, 9)),
+            Rating(rng.uniform(0, 50), rng.uniform(0.5, 9)),
+        )
+        assert quality_1vs1(a, b, ENV.beta) == pytest.approx(ENV.quality_1vs1(a, b), rel=1e-13)

@@ -1,0 +1,172 @@
+"""Matchmaking queue speed through the HTTP API, in one run.
+
+    python bench/queue.py [--pool 10000]
+
+Starts the service as `make run` does (embedded PostgreSQL and Redis), then measures:
+1. `matchmake` over a 1v1 pool of POOL tickets, 100 matches per call (p50 ms per call; the
+   pool is topped up between calls, untimed);
+2. sustained enqueue + matchmake: tickets matched per second while tickets keep arriving;
+3. 5v5 from a pool of POOL players, 20 matches per call (p50 ms per call).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This file is named queue.py (the issue's name for it): keep it from shadowing the
+# standard library's queue module, which asyncio's executor imports.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import argparse
+import asyncio
+import os
+import random
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "bench-admin-key-" + secrets.token_hex(8)
+
+
+async def fill(http: httpx.AsyncClient, mode: str, players: list[str]) -> None:
+    semaphore = asyncio.Semaphore(64)
+
+    async def one(player: str) -> None:
+        async with semaphore:
+            response = await http.post(f"/v1/queues/{mode}/tickets", json={"players": [player]})
+            response.raise_for_status()
+
+    await asyncio.gather(*(one(p) for p in players))
+
+
+async def seed_ratings(http: httpx.AsyncClient, mode: str, players: list[str], rng: random.Random) -> None:
+    semaphore = asyncio.Semaphore(64)
+
+    async def one(player: str) -> None:
+        async with semaphore:
+            await http.put(
+                f"/v1/players/{player}/ratings/{mode}",
+                json={"mu": rng.uniform(5, 45), "sigma": rng.uniform(1, 8)},
+            )
+
+    await asyncio.gather(*(one(p) for p in players))
+
+
+async def timed_matchmake(http: httpx.AsyncClient, mode: str, max_matches: int) -> tuple[float, int]:
+    started = time.perf_counter()
+    response = await http.post(f"/v1/queues/{mode}/matchmake", json={"max_matches": max_matches})
+    response.raise_for_status()
+    return (time.perf_counter() - started) * 1000, len(response.json()["matches"])
+
+
+async def run(base: str, pool: int) -> None:
+    rng = random.Random(1)
+    async with httpx.AsyncClient(
+        base_url=base, headers={"Authorization": f"Bearer {KEY}"}, timeout=120
+    ) as http:
+        # Thresholds of 0: the benchmark measures forming matches, not waiting for quality.
+        relaxed = {"quality_start": 0.0, "quality_floor": 0.0, "ticket_ttl_seconds": 3600}
+        await http.put("/v1/modes/bench-1v1", json=relaxed)
+        await http.put("/v1/modes/bench-5v5", json={**relaxed, "team_size": 5})
+        players = [f"p{i}" for i in range(pool)]
+        await seed_ratings(http, "bench-1v1", players, rng)
+        await seed_ratings(http, "bench-5v5", players, rng)
+
+        await fill(http, "bench-1v1", players)
+        one_v_one = []
+        next_id = pool
+        for _ in range(15):
+            elapsed, made = await timed_matchmake(http, "bench-1v1", 100)
+            one_v_one.append(elapsed)
+            refill = [f"p{i}" for i in range(next_id, next_id + 2 * made)]
+            next_id += len(refill)
+            await fill(http, "bench-1v1", refill)
+
+        await fill(http, "bench-5v5", players)
+        five = [(await timed_matchmake(http, "bench-5v5", 20))[0] for _ in range(10)]
+
+        # Sustained: producers keep enqueueing fresh players while one matchmaker runs.
+        matched = 0
+        stop = time.perf_counter() + 20
+
+        async def producer(offset: int) -> None:
+            counter = 0
+            while time.perf_counter() < stop:
+                batch = [f"s{offset}-{counter + i}" for i in range(50)]
+                counter += 50
+                await fill(http, "bench-1v1", batch)
+
+        async def matchmaker() -> None:
+            nonlocal matched
+            while time.perf_counter() < stop:
+                _, made = await timed_matchmake(http, "bench-1v1", 500)
+                matched += 2 * made
+
+        started = time.perf_counter()
+        await asyncio.gather(producer(0), producer(1), matchmaker())
+        rate = matched / (time.perf_counter() - started)
+
+    print(f"Matchmaking queue through HTTP, pool {pool:,}\n")
+    print("| case | measured | goal |")
+    print("|---|---|---|")
+    p50_1v1, p50_5v5 = statistics.median(one_v_one), statistics.median(five)
+    print(f"| matchmake, 1v1 pool of {pool:,}, 100 matches per call | p50 {p50_1v1:.0f} ms | ≤ 100 ms |")
+    print(f"| enqueue + matchmake, sustained | {rate:,.0f} tickets matched/s | ≥ 10,000/s |")
+    print(f"| 5v5 from {pool:,} players, 20 matches per call | p50 {p50_5v5:.0f} ms | ≤ 250 ms |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pool", type=int, default=10_000)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-queue-"))
+    os.chmod(workdir, 0o755)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "DATA_DIR": str(workdir / "data"),
+        "PORT": str(port),
+        "ADMIN_API_KEY": KEY,
+        "LOG_LEVEL": "WARNING",
+        "WORKERS": "2",
+    }
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    service = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or service.poll() is not None:
+                raise SystemExit("the service did not become ready")
+            time.sleep(0.3)
+        asyncio.run(run(base, args.pool))
+    finally:
+        service.send_signal(signal.SIGINT)
+        try:
+            service.wait(30)
+        except subprocess.TimeoutExpired:
+            service.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
