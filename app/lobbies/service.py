@@ -12,12 +12,13 @@ from app.players import repository as players
 from app.rating import Rating, RatingInputError
 
 
-async def _ratings(session: AsyncSession, mode: str, ids: list[str]) -> tuple[dict[str, Rating], Rating]:
-    """Current ratings by id; players the mode has not seen get its prior (returned too)."""
+async def _ratings(session: AsyncSession, mode: str, ids: list[str]) -> tuple[list[Rating], modes.ModeRules]:
+    """The players' current ratings in `ids` order (the mode's prior for players it has
+    not seen), and the mode's rules."""
     rules = await modes.resolve(session, mode)
     prior = Rating(rules.env.mu, rules.env.sigma)
     rows = await players.current_ratings(session, mode, ids)
-    return {player: Rating(*rating) for player, rating in rows.items()}, prior
+    return [Rating(*rows[p]) if p in rows else prior for p in ids], rules
 
 
 def _unique(ids: list[str], where: str) -> None:
@@ -34,9 +35,9 @@ def _unique(ids: list[str], where: str) -> None:
 async def evaluate(session: AsyncSession, body: EvaluateIn) -> EvaluateOut:
     ids = [p for team in body.teams for p in team]
     _unique(ids, "teams")
-    known, prior = await _ratings(session, body.mode, ids)
-    groups = [[known.get(p, prior) for p in team] for team in body.teams]
-    rules = await modes.resolve(session, body.mode)
+    ratings, rules = await _ratings(session, body.mode, ids)
+    flat = iter(ratings)
+    groups = [[next(flat) for _ in team] for team in body.teams]
     try:
         return EvaluateOut(
             quality=rules.env.quality(groups), win_probabilities=rules.env.win_probability(groups)
@@ -53,9 +54,7 @@ async def balance_lobby(session: AsyncSession, body: BalanceIn) -> BalanceOut:
             if player not in index:
                 message = f"party member {player!r} is not in players"
                 raise ValidationFailed(message, errors=[{"loc": ["body", "parties", number], "msg": message}])
-    known, prior = await _ratings(session, body.mode, body.players)
-    rules = await modes.resolve(session, body.mode)
-    ratings = [known.get(p, prior) for p in body.players]
+    ratings, rules = await _ratings(session, body.mode, body.players)
     try:
         split = balance(ratings, body.teams, [[index[p] for p in party] for party in body.parties], rules.env)
     except RatingInputError as exc:
