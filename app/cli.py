@@ -14,6 +14,7 @@ import psycopg
 from pydantic import ValidationError
 
 from app.config import Settings, describe_error
+from app.evaluation.commands import add_tournaments_parser, run_tournaments
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
 
 
@@ -174,8 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     create.add_argument(
         "--scopes", required=True, help="comma-separated: results:write,matchmaking,read,admin"
     )
+    add_tournaments_parser(commands)
     args = parser.parse_args(argv)
     try:
+        if args.command == "evaluate-tournaments":
+            run_tournaments(args)
+            return 0
         if args.command == "openapi":
             sys.stdout.write(openapi_document())
             return 0

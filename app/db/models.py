@@ -118,6 +118,8 @@ class MatchPlayer(Base):
     team: Mapped[int] = mapped_column(Integer)
     rank: Mapped[float] = mapped_column(Double)
     weight: Mapped[float] = mapped_column(Double, server_default=text("1.0"))
+    # The team-performance coefficient the match gave (team_performance "weighted"), else null.
+    coefficient: Mapped[float | None] = mapped_column(Double, nullable=True)
     mu_before: Mapped[float] = mapped_column(Double)
     sigma_before: Mapped[float] = mapped_column(Double)
     mu_after: Mapped[float] = mapped_column(Double)

@@ -63,9 +63,11 @@ _APPLY = text("""
         WHERE r.mode = :mode AND r.player_id = v.player_id
     ), participants AS (
         INSERT INTO match_players
-            (match_pk, player_id, mode, team, rank, weight, mu_before, sigma_before, mu_after, sigma_after)
+            (match_pk, player_id, mode, team, rank, weight, coefficient,
+             mu_before, sigma_before, mu_after, sigma_after)
         SELECT :match_pk, unnest(CAST(:ids AS varchar[])), :mode, unnest(CAST(:teams AS int[])),
                unnest(CAST(:ranks AS float8[])), unnest(CAST(:weights AS float8[])),
+               unnest(CAST(:coefficients AS float8[])),
                unnest(CAST(:mus_before AS float8[])), unnest(CAST(:sigmas_before AS float8[])),
                unnest(CAST(:mus AS float8[])), unnest(CAST(:sigmas AS float8[]))
     )
@@ -90,6 +92,7 @@ class Outcome:
     team: int
     rank: float
     weight: float
+    coefficient: float | None
     mu_before: float
     sigma_before: float
     mu: float
@@ -176,6 +179,7 @@ async def apply(
             "teams": [o.team for o in outcomes],
             "ranks": [o.rank for o in outcomes],
             "weights": [o.weight for o in outcomes],
+            "coefficients": [o.coefficient for o in outcomes],
             "mus_before": [o.mu_before for o in outcomes],
             "sigmas_before": [o.sigma_before for o in outcomes],
         },

@@ -17,6 +17,14 @@ class PlayerIn(BaseModel):
 
     id: Identifier
     weight: float = Field(1.0, ge=0.0, le=1.0, allow_inf_nan=False, description="partial play in [0, 1]")
+    coefficient: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="the player's coefficient in the team performance, for modes with "
+        "team_performance 'weighted' (default 1)",
+    )
 
 
 class TeamIn(BaseModel):

@@ -20,7 +20,13 @@ from app.rating import Rating, RatingInputError
 
 def body_hash(match: MatchIn) -> str:
     """A fingerprint of what the client sent, to tell a retry from a different match."""
-    canonical = json.dumps(match.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    body = match.model_dump(mode="json")
+    for team in body["teams"]:
+        for player in team["players"]:
+            # Absent coefficients hash as before the field existed, so old retries still match.
+            if player["coefficient"] is None:
+                del player["coefficient"]
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -61,6 +67,7 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
             errors=errors,
         )
     rules = await modes.resolve(session, match.mode)
+    coefficients = _coefficients(match, rules.env.team_performance)
     fingerprint = body_hash(match)
     played_at = match.played_at or dt.datetime.now(dt.UTC)
     env, k = rules.env, rules.conservative_k
@@ -77,7 +84,7 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
     ranks = _ranks(match)
     try:
         quality = env.quality(groups, weights)
-        rated = env.rate(groups, ranks, weights)
+        rated = env.rate(groups, ranks, weights, coefficients=coefficients)
     except RatingInputError as exc:
         raise ValidationFailed(str(exc), errors=[{"loc": ["body", "teams"], "msg": str(exc)}]) from None
 
@@ -92,6 +99,7 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
                     index,
                     ranks[index],
                     player.weight,
+                    player.coefficient,
                     old.mu,
                     old.sigma,
                     new.mu,
@@ -122,6 +130,25 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
     stored = json.dumps(response)
     await repository.apply(session, match_pk, rules.name, played_at, outcomes, quality, stored)
     return Recorded(stored.encode(), created=True)
+
+
+def _coefficients(match: MatchIn, team_performance: str) -> list[list[float]] | None:
+    """The team-performance coefficients to rate with; 422 when the mode does not use them."""
+    given = [
+        ("teams", index, "players", position, "coefficient")
+        for index, team in enumerate(match.teams)
+        for position, player in enumerate(team.players)
+        if player.coefficient is not None
+    ]
+    if team_performance != "weighted":
+        if given:
+            msg = f"coefficients need a mode with team_performance 'weighted', not {team_performance!r}"
+            raise ValidationFailed(
+                f"{'.'.join(map(str, given[0]))}: {msg}",
+                errors=[{"loc": ["body", *loc], "msg": msg} for loc in given],
+            )
+        return None
+    return [[1.0 if p.coefficient is None else p.coefficient for p in team.players] for team in match.teams]
 
 
 def _rating(mu: float, sigma: float, k: float) -> dict[str, float]:

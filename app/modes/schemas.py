@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Implemented models; seed 002's tie layer and team-performance functions join these.
-TeamPerformance = Literal["sum"]
-TieModel = Literal["chain"]
+# TrueSkill's own models first (the defaults), then seed 002's.
+TeamPerformance = Literal["sum", "mean", "weighted", "size-penalised-mean"]
+TieModel = Literal["chain", "tie-layer"]
 
 
 class ModeUpdate(BaseModel):
@@ -23,8 +23,23 @@ class ModeUpdate(BaseModel):
     tau: float | None = Field(None, ge=0, le=1e15, allow_inf_nan=False)
     draw_probability: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
     conservative_k: float | None = Field(None, ge=0, le=100, allow_inf_nan=False)
-    team_performance: TeamPerformance | None = None
-    tie_model: TieModel | None = None
+    team_performance: TeamPerformance | None = Field(
+        None,
+        description="team performance from its players': sum (TrueSkill), mean, weighted (per-player "
+        "coefficient in each match), size-penalised-mean (seed 002 eq. 4)",
+    )
+    tie_model: TieModel | None = Field(
+        None, description="chain (TrueSkill) or tie-layer (seed 002 §3, for large multiway ties)"
+    )
+    size_penalty_c0: float | None = Field(
+        None, ge=-10, le=10, allow_inf_nan=False, description="size-penalised-mean: c0 of (c0 + c1·n)"
+    )
+    size_penalty_c1: float | None = Field(
+        None, ge=-10, le=10, allow_inf_nan=False, description="size-penalised-mean: c1 of (c0 + c1·n)"
+    )
+    roster_cap: int | None = Field(
+        None, ge=1, le=1000, description="size-penalised-mean: rosters above it play as their top N"
+    )
     teams: int | None = Field(None, ge=2, le=64, description="queue shape: teams per match")
     team_size: int | None = Field(None, ge=1, le=100, description="queue shape: players per team")
     min_matches_for_leaderboard: int | None = Field(None, ge=0, le=1_000_000)
@@ -42,6 +57,10 @@ QUEUE_DEFAULTS = {
     "relax_seconds": 60.0,
     "ticket_ttl_seconds": 300.0,
 }
+# Seed 002 eq. 4 (the paper's values).
+PERFORMANCE_DEFAULTS = {"size_penalty_c0": 0.88, "size_penalty_c1": 0.02, "roster_cap": 6}
+# Mode settings kept in the `settings` JSON column rather than a column of their own.
+SETTINGS_DEFAULTS: dict[str, float] = {**QUEUE_DEFAULTS, **PERFORMANCE_DEFAULTS}
 
 
 class ModeOut(BaseModel):
@@ -56,6 +75,9 @@ class ModeOut(BaseModel):
     conservative_k: float
     team_performance: str
     tie_model: str
+    size_penalty_c0: float
+    size_penalty_c1: float
+    roster_cap: int
     teams: int
     team_size: int
     min_matches_for_leaderboard: int
@@ -68,9 +90,9 @@ class ModeOut(BaseModel):
 
     @classmethod
     def of(cls, mode: object) -> ModeOut:
-        settings = {**QUEUE_DEFAULTS, **(getattr(mode, "settings", None) or {})}
-        fields = {name: getattr(mode, name) for name in cls.model_fields if name not in QUEUE_DEFAULTS}
-        return cls(**fields, **{k: settings[k] for k in QUEUE_DEFAULTS})
+        settings = {**SETTINGS_DEFAULTS, **(getattr(mode, "settings", None) or {})}
+        fields = {name: getattr(mode, name) for name in cls.model_fields if name not in SETTINGS_DEFAULTS}
+        return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS})
 
 
 class ModeList(BaseModel):

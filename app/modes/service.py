@@ -11,7 +11,7 @@ from app.db.models import Mode
 from app.errors import NotFound, ValidationFailed
 from app.matchmaking.proposals import Relaxation
 from app.modes import repository
-from app.modes.schemas import QUEUE_DEFAULTS, ModeUpdate
+from app.modes.schemas import QUEUE_DEFAULTS, SETTINGS_DEFAULTS, ModeUpdate
 from app.rating import RatingInputError, TrueSkill
 
 # Another process's PUT reaches this one's cache within this many seconds.
@@ -34,9 +34,42 @@ class ModeRules:
 _cache: dict[str, tuple[float, ModeRules]] = {}
 
 
+def environment(
+    mu: float,
+    sigma: float,
+    beta: float | None,
+    tau: float | None,
+    draw_probability: float,
+    tie_model: str,
+    team_performance: str,
+    settings: dict[str, float],
+) -> TrueSkill:
+    return TrueSkill(
+        mu,
+        sigma,
+        beta,
+        tau,
+        draw_probability,
+        tie_model=tie_model,
+        team_performance=team_performance,
+        c0=settings["size_penalty_c0"],
+        c1=settings["size_penalty_c1"],
+        roster_cap=int(settings["roster_cap"]),
+    )
+
+
 def rules_of(mode: Mode) -> ModeRules:
-    env = TrueSkill(mode.mu, mode.sigma, mode.beta, mode.tau, mode.draw_probability)
-    queue = {**QUEUE_DEFAULTS, **(mode.settings or {})}
+    queue = {**SETTINGS_DEFAULTS, **(mode.settings or {})}
+    env = environment(
+        mode.mu,
+        mode.sigma,
+        mode.beta,
+        mode.tau,
+        mode.draw_probability,
+        mode.tie_model,
+        mode.team_performance,
+        queue,
+    )
     relax = Relaxation(queue["quality_start"], queue["quality_floor"], queue["relax_seconds"])
     return ModeRules(
         mode.name, env, mode.conservative_k, mode.teams, mode.team_size, relax, queue["ticket_ttl_seconds"]
@@ -71,20 +104,24 @@ async def list_modes(session: AsyncSession) -> list[Mode]:
 async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode:
     values = update.model_dump(exclude_none=True)
     current = await repository.get(session, name)
-    queue = {key: values.pop(key) for key in QUEUE_DEFAULTS if key in values}
-    if queue:
-        values["settings"] = {**((current.settings if current is not None else None) or {}), **queue}
+    extra = {key: values.pop(key) for key in SETTINGS_DEFAULTS if key in values}
+    settings = (current.settings if current is not None else None) or {}
+    if extra:
+        settings = values["settings"] = {**settings, **extra}
     merged = {
         key: values.get(key, getattr(current, key) if current is not None else None)
-        for key in ("mu", "sigma", "beta", "tau", "draw_probability")
+        for key in ("mu", "sigma", "beta", "tau", "draw_probability", "tie_model", "team_performance")
     }
     try:
-        TrueSkill(
+        environment(
             merged["mu"] if merged["mu"] is not None else 25.0,
             merged["sigma"] if merged["sigma"] is not None else 25.0 / 3.0,
             merged["beta"],
             merged["tau"],
             merged["draw_probability"] if merged["draw_probability"] is not None else 0.1,
+            merged["tie_model"] or "chain",
+            merged["team_performance"] or "sum",
+            {**SETTINGS_DEFAULTS, **settings},
         )
     except RatingInputError as exc:
         raise ValidationFailed(str(exc), errors=[{"loc": ["body"], "msg": str(exc)}]) from None

@@ -12,10 +12,24 @@ import numpy.typing as npt
 from app.rating import normal
 from app.rating.batch import Array, rate_two_team_batch
 from app.rating.errors import RatingInputError
-from app.rating.inference import MAX_SWEEPS, TOLERANCE, draw_margin, two_teams, update_ratings
+from app.rating.gaussian import Gaussian
+from app.rating.inference import (
+    MAX_SWEEPS,
+    TOLERANCE,
+    chain_team_messages,
+    draw_margin,
+    push_to_players,
+    team_priors,
+    two_teams,
+    update_ratings,
+)
+from app.rating.performance import PAPER_C0, PAPER_C1, PAPER_ROSTER_CAP, PerformanceModel
 from app.rating.prediction import draw_chance, match_quality, win_probabilities
 from app.rating.rating import DEFAULT_MU, DEFAULT_SIGMA, SIGMA_MAX, SIGMA_MIN, Rating
-from app.rating.teams import read_teams
+from app.rating.teams import Teams, read_teams
+from app.rating.tie_layer import team_messages
+
+TIE_MODELS = ("chain", "tie-layer")
 
 BETA_MIN = 1e-9
 _PLAIN = (list, tuple)
@@ -35,6 +49,11 @@ class TrueSkill:
 
     `beta` defaults to sigma/2 and `tau` to sigma/100, as in seed 000 §5 and the
     trueskill package.
+
+    Seed 002's fixes for team tournaments are opt-in: `tie_model="tie-layer"` (instead of
+    TrueSkill's "chain") and `team_performance` one of "sum" (TrueSkill), "mean",
+    "weighted" (coefficients given to `rate`) or "size-penalised-mean" (eq. 4, with
+    `c0`, `c1` and `roster_cap`).
     """
 
     def __init__(
@@ -47,6 +66,11 @@ class TrueSkill:
         *,
         tolerance: float = TOLERANCE,
         max_sweeps: int = MAX_SWEEPS,
+        tie_model: str = "chain",
+        team_performance: str = "sum",
+        c0: float = PAPER_C0,
+        c1: float = PAPER_C1,
+        roster_cap: int = PAPER_ROSTER_CAP,
     ) -> None:
         self.mu = Rating(mu, 1.0).mu
         self.sigma = _positive("sigma", sigma)
@@ -68,6 +92,13 @@ class TrueSkill:
             raise RatingInputError("max_sweeps must be at least 1")
         self.tolerance = float(tolerance)
         self.max_sweeps = int(max_sweeps)
+        if tie_model not in TIE_MODELS:
+            raise RatingInputError(f"tie_model must be one of {', '.join(TIE_MODELS)}, got {tie_model!r}")
+        self.tie_model = tie_model
+        self.performance = PerformanceModel(team_performance, float(c0), float(c1), int(roster_cap))
+        self.team_performance = team_performance
+        # TrueSkill proper (sum, chain) keeps the fast paths and the player-count margins.
+        self._classic = tie_model == "chain" and team_performance == "sum"
         self._beta2 = self.beta * self.beta
         self._tau2 = self.tau * self.tau
         self._margins: dict[int, float] = {}
@@ -83,6 +114,7 @@ class TrueSkill:
         weights: Any = None,
         *,
         scores: Any = None,
+        coefficients: Any = None,
     ) -> list[Any]:
         """New ratings after a match, in the structure `rating_groups` was given in.
 
@@ -90,23 +122,100 @@ class TrueSkill:
         `scores`: higher is better, equal scores tie; an alternative to ranks.
         `weights`: partial play in [0, 1] per player (nested like the groups, or a dict
         keyed by (team index, player key)).
+        `coefficients`: with team_performance="weighted", each player's coefficient in the
+        team performance (positive; nested or keyed like weights; 1 where not given).
         """
-        if weights is None and scores is None and type(rating_groups) in _PLAIN:
+        plain = weights is None and scores is None and coefficients is None
+        if self._classic and plain and type(rating_groups) in _PLAIN:
             fast = self._rate_plain(rating_groups, ranks)
             if fast is not None:
                 return fast
-        teams = read_teams(rating_groups, ranks, weights, scores)
-        results = update_ratings(
+        teams = read_teams(rating_groups, ranks, weights, scores, coefficients)
+        return teams.rebuild(self._rate_teams(teams))
+
+    def _rate_teams(self, teams: Teams) -> list[list[Rating]]:
+        alphas = self.performance.coefficients(teams.ratings, teams.weights, teams.coefficients)
+        if self.tie_model == "chain":
+            return update_ratings(
+                teams.ratings,
+                alphas,
+                teams.ranks,
+                self.beta,
+                self.tau,
+                self.draw_z,
+                self.tolerance,
+                self.max_sweeps,
+                self._noise(alphas),
+            )
+        means, variances, to_pi, to_tau = self._team_messages(teams, alphas)
+        return push_to_players(teams.ratings, alphas, means, variances, to_pi, to_tau, self._tau2)
+
+    def _team_messages(
+        self, teams: Teams, alphas: list[list[float]]
+    ) -> tuple[list[float], list[float], list[float], list[float]]:
+        """Team performance priors and the messages the result layer sends them."""
+        noise = self._noise(alphas)
+        draw_z = self.draw_z
+        if self.tie_model == "tie-layer":
+            eps = self.tie_layer_eps(teams.ratings, noise)
+            if eps > 0.0:
+                means, variances = team_priors(teams.ratings, alphas, self._beta2, self._tau2)
+                to_pi, to_tau = team_messages(
+                    means, variances, teams.ranks, eps, self.tolerance, self.max_sweeps
+                )
+                return means, variances, to_pi, to_tau
+            if len(set(teams.ranks)) < len(teams.ranks):
+                raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+            # With eps = 0 the layer pins l_k = t_k: TrueSkill's chain without draws.
+            draw_z = 0.0
+        return chain_team_messages(
             teams.ratings,
-            teams.weights,
+            alphas,
             teams.ranks,
             self.beta,
-            self.tau,
-            self.draw_z,
+            self._tau2,
+            draw_z,
             self.tolerance,
             self.max_sweeps,
+            noise,
         )
-        return teams.rebuild(results)
+
+    def performance_posteriors(
+        self,
+        rating_groups: Any,
+        ranks: Any = None,
+        weights: Any = None,
+        *,
+        scores: Any = None,
+        coefficients: Any = None,
+    ) -> list[Gaussian]:
+        """The posterior of each team's performance t in the match, in team order: where the
+        result places the teams, before it is pushed back to the players' skills."""
+        teams = read_teams(rating_groups, ranks, weights, scores, coefficients)
+        alphas = self.performance.coefficients(teams.ratings, teams.weights, teams.coefficients)
+        means, variances, to_pi, to_tau = self._team_messages(teams, alphas)
+        return [
+            Gaussian(pi=1.0 / v + p, tau=m / v + t)
+            for m, v, p, t in zip(means, variances, to_pi, to_tau, strict=True)
+        ]
+
+    def _noise(self, alphas: list[list[float]]) -> list[float] | None:
+        """Per team Σ α²·beta², the performance noise the draw margin scales with; None for
+        TrueSkill's sum, whose margin counts players (seed 000 §4.1, the vectors' convention)."""
+        if self.team_performance == "sum":
+            return None
+        return [self._beta2 * sum(a * a for a in team) for team in alphas]
+
+    def tie_layer_eps(self, ratings: list[list[Rating]], noise: list[float] | None) -> float:
+        """The eps of |l_k − t_j| <= eps in the tie layer.
+
+        Two teams of one place are within 2·eps, so 2·eps plays the part of TrueSkill's
+        draw margin for two average teams of the match: eps = ½·Φ⁻¹((p + 1)/2)·sqrt(2·n̄)
+        with n̄ the mean per-team performance noise (players × beta² for the sum).
+        """
+        if noise is None:
+            noise = [len(team) * self._beta2 for team in ratings]
+        return 0.5 * self.draw_z * math.sqrt(2.0 * sum(noise) / len(noise))
 
     def _rate_plain(self, groups: Sequence[Any], ranks: Any) -> list[Any] | None:
         """The common call (lists or tuples of Ratings, plain ranks) without the general
@@ -160,20 +269,30 @@ class TrueSkill:
     def quality(self, rating_groups: Any, weights: Any = None) -> float:
         """Seed 000 eq. 7 (general form): how likely a draw is, relative to the fairest match."""
         teams = read_teams(rating_groups, None, weights)
-        return match_quality(teams.ratings, teams.weights, self.beta)
+        return match_quality(teams.ratings, self._alphas(teams), self.beta)
 
     def win_probability(self, rating_groups: Any, weights: Any = None) -> list[float]:
         """The probability that each team finishes first; the list sums to 1."""
         teams = read_teams(rating_groups, None, weights)
-        return win_probabilities(teams.ratings, teams.weights, self.beta)
+        return win_probabilities(teams.ratings, self._alphas(teams), self.beta)
 
     def draw_probability_of(self, rating_groups: Any, weights: Any = None) -> float:
         """The probability that two teams draw, under this environment's draw margin."""
         teams = read_teams(rating_groups, None, weights)
         if len(teams.ratings) != 2:
             raise RatingInputError(f"draw probability is defined for 2 teams, got {len(teams.ratings)}")
-        size = len(teams.ratings[0]) + len(teams.ratings[1])
-        return draw_chance(teams.ratings, teams.weights, self.beta, draw_margin(self.draw_z, size, self.beta))
+        alphas = self._alphas(teams)
+        noise = self._noise(alphas)
+        if noise is None:
+            margin = draw_margin(self.draw_z, len(teams.ratings[0]) + len(teams.ratings[1]), self.beta)
+        else:
+            margin = self.draw_z * math.sqrt(noise[0] + noise[1])
+        return draw_chance(teams.ratings, alphas, self.beta, margin)
+
+    def _alphas(self, teams: Teams) -> list[list[float]]:
+        """Predictions use the same team-performance function as rating ("weighted" with
+        unit coefficients, since none come with a prediction)."""
+        return self.performance.coefficients(teams.ratings, teams.weights, None)
 
     def expose(self, rating: Rating, k: float = 3.0) -> float:
         """The conservative estimate mu − k·sigma (seed 000 §5 uses k = 3)."""
@@ -208,6 +327,8 @@ class TrueSkill:
         drawn: npt.NDArray[np.bool_] | None = None,
     ) -> tuple[Array, Array, Array, Array]:
         """Many two-team matches of one shape at once: arrays of shape (matches, team size)."""
+        if not self._classic:
+            raise RatingInputError("batch rating supports TrueSkill's own model (sum, chain) only")
         return rate_two_team_batch(
             winner_mu, winner_sigma, loser_mu, loser_sigma, drawn, self.beta, self.tau, self.draw_z
         )
@@ -218,7 +339,8 @@ class TrueSkill:
     def __repr__(self) -> str:
         return (
             f"TrueSkill(mu={self.mu:.3f}, sigma={self.sigma:.3f}, beta={self.beta:.3f}, "
-            f"tau={self.tau:.3f}, draw_probability={self.draw_probability:.1%})"
+            f"tau={self.tau:.3f}, draw_probability={self.draw_probability:.1%}, "
+            f"tie_model={self.tie_model!r}, team_performance={self.team_performance!r})"
         )
 
 

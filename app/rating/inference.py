@@ -17,6 +17,7 @@ players by the exact Gaussian (Kalman) update.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from app.rating import truncation
 from app.rating.errors import RatingInputError
@@ -123,6 +124,23 @@ def chain_order(ranks: list[float]) -> list[int]:
     return sorted(range(len(ranks)), key=ranks.__getitem__)
 
 
+def team_priors(
+    ratings: list[list[Rating]], weights: list[list[float]], beta2: float, tau2: float
+) -> tuple[list[float], list[float]]:
+    """Each team performance's prior N(m_k, V_k): players integrated out, tau added first."""
+    means = []
+    variances = []
+    for team, team_weights in zip(ratings, weights, strict=True):
+        m = 0.0
+        v = 0.0
+        for (mu, sigma), w in zip(team, team_weights, strict=True):
+            m += w * mu
+            v += w * w * (sigma * sigma + tau2 + beta2)
+        means.append(m)
+        variances.append(v)
+    return means, variances
+
+
 def update_ratings(
     ratings: list[list[Rating]],
     weights: list[list[float]],
@@ -132,14 +150,24 @@ def update_ratings(
     draw_z: float,
     tolerance: float = TOLERANCE,
     max_sweeps: int = MAX_SWEEPS,
+    noise: list[float] | None = None,
 ) -> list[list[Rating]]:
-    """New ratings, in the caller's team order, after a match with the given ranks."""
+    """New ratings, in the caller's team order, after a match with the given ranks.
+
+    `weights` are the coefficients of t_k = Σ w_i·p_i. The draw margin of two compared teams
+    follows seed 000 §4.1 (player counts); with `noise`, the per-team performance noise
+    variance Σ w_i²·beta², it is Φ⁻¹((p + 1)/2)·sqrt(noise_a + noise_b) instead, which is the
+    same for TrueSkill's sum and scales with any other team-performance function.
+    """
     count = len(ratings)
     if count == 2:
         first = 0 if ranks[0] <= ranks[1] else 1
         second = 1 - first
         tie = ranks[0] == ranks[1]
-        margin = draw_margin(draw_z, len(ratings[0]) + len(ratings[1]), beta)
+        if noise is None:
+            margin = draw_margin(draw_z, len(ratings[0]) + len(ratings[1]), beta)
+        else:
+            margin = draw_z * math.sqrt(noise[0] + noise[1])
         if tie and margin <= 0.0:
             raise RatingInputError("a tie cannot be rated when draw_probability is 0")
         top, bottom = two_teams(
@@ -153,48 +181,110 @@ def update_ratings(
             tau * tau,
         )
         return [top, bottom] if first == 0 else [bottom, top]
-    beta2 = beta * beta
     tau2 = tau * tau
-    team_means = [0.0] * count
-    team_variances = [0.0] * count
-    for team in range(count):
-        m = 0.0
-        v = 0.0
-        for (mu, sigma), w in zip(ratings[team], weights[team], strict=True):
-            m += w * mu
-            v += w * w * (sigma * sigma + tau2 + beta2)
-        team_means[team] = m
-        team_variances[team] = v
-    order = chain_order(ranks)
-    means = [team_means[team] for team in order]
-    variances = [team_variances[team] for team in order]
+    means, variances, to_pi, to_tau = chain_team_messages(
+        ratings, weights, ranks, beta, tau2, draw_z, tolerance, max_sweeps, noise
+    )
+    return push_to_players(ratings, weights, means, variances, to_pi, to_tau, tau2)
 
+
+def chain_team_messages(
+    ratings: list[list[Rating]],
+    weights: list[list[float]],
+    ranks: list[float],
+    beta: float,
+    tau2: float,
+    draw_z: float,
+    tolerance: float,
+    max_sweeps: int,
+    noise: list[float] | None,
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """The team priors (means, variances) and the messages TrueSkill's chain sends each
+    team, as (precision, precision·mean), all in the caller's team order."""
+    count = len(ratings)
+    team_means, team_variances = team_priors(ratings, weights, beta * beta, tau2)
+    order = chain_order(ranks)
     links = count - 1
     margins = [0.0] * links
     ties = [False] * links
     for k in range(links):
         left, right = order[k], order[k + 1]
         ties[k] = ranks[left] == ranks[right]
-        margins[k] = draw_margin(draw_z, len(ratings[left]) + len(ratings[right]), beta)
+        if noise is None:
+            margins[k] = draw_margin(draw_z, len(ratings[left]) + len(ratings[right]), beta)
+        else:
+            margins[k] = draw_z * math.sqrt(noise[left] + noise[right])
         if ties[k] and margins[k] <= 0.0:
             raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+    prior_pi = [1.0 / team_variances[team] for team in order]
+    prior_tau = [team_means[team] * p for team, p in zip(order, prior_pi, strict=True)]
+    messages = ChainMessages.empty(count)
+    chain_sweeps(prior_pi, prior_tau, margins, ties, messages, tolerance, max_sweeps)
+    msg_pi, msg_tau = messages.received()
+    to_pi = [0.0] * count
+    to_tau = [0.0] * count
+    for position, team in enumerate(order):
+        to_pi[team] = msg_pi[position]
+        to_tau[team] = msg_tau[position]
+    return team_means, team_variances, to_pi, to_tau
 
-    # Messages of each truncation factor, pushed through its difference factor:
-    # (precision, precision·mean) sent left to t_k and right to t_{k+1}.
-    left_pi = [0.0] * count
-    left_tau = [0.0] * count
-    right_pi = [0.0] * count
-    right_tau = [0.0] * count
-    prior_pi = [1.0 / v for v in variances]
-    prior_tau = [m * p for m, p in zip(means, prior_pi, strict=True)]
-    last_v = [0.0] * links
-    last_w = [0.0] * links
-    # One sweep: forward over the chain, then back (seed 000 Fig. 1). right_* is indexed
-    # by the receiving team and left_* by the factor, so the cavity lookups need no branches.
+
+@dataclass(slots=True)
+class ChainMessages:
+    """The messages of a chain of truncation factors on d_k = x_k − x_{k+1}, as
+    (precision, precision·mean): left_* sent by factor k to x_k, right_* received by x_k
+    from factor k − 1. last_v/last_w hold each factor's latest V and W."""
+
+    left_pi: list[float]
+    left_tau: list[float]
+    right_pi: list[float]
+    right_tau: list[float]
+    last_v: list[float]
+    last_w: list[float]
+
+    @classmethod
+    def empty(cls, count: int) -> ChainMessages:
+        return cls([0.0] * count, [0.0] * count, [0.0] * count, [0.0] * count, [0.0] * count, [0.0] * count)
+
+    def received(self) -> tuple[list[float], list[float]]:
+        """Per variable, the product of the messages the chain sends it."""
+        count = len(self.left_pi)
+        return (
+            [self.right_pi[k] + self.left_pi[k] for k in range(count)],
+            [self.right_tau[k] + self.left_tau[k] for k in range(count)],
+        )
+
+
+def chain_sweeps(
+    prior_pi: list[float],
+    prior_tau: list[float],
+    margins: list[float],
+    ties: list[bool],
+    messages: ChainMessages,
+    tolerance: float,
+    max_sweeps: int,
+) -> float:
+    """EP over a chain of truncation factors on d_k = x_k − x_{k+1} (seed 000 Fig. 1).
+
+    x_k has the prior (prior_pi[k], prior_tau[k]) in natural parameters; factor k says
+    d_k > margins[k], or |d_k| <= margins[k] where ties[k]. Sweeps forward and back,
+    updating `messages` in place, until no factor's V and W moved more than `tolerance`
+    or `max_sweeps` is reached. Returns the largest move of the last sweep.
+    """
+    links = len(margins)
+    left_pi = messages.left_pi
+    left_tau = messages.left_tau
+    right_pi = messages.right_pi
+    right_tau = messages.right_tau
+    last_v = messages.last_v
+    last_w = messages.last_w
+    # right_* is indexed by the receiving variable and left_* by the factor, so the cavity
+    # lookups need no branches.
     schedule = list(range(links)) + list(range(links - 2, 0, -1))
     exp = math.exp
     erfc = math.erfc
     sqrt = math.sqrt
+    moved = 0.0
     for _ in range(max_sweeps):
         moved = 0.0
         for k in schedule:
@@ -234,23 +324,36 @@ def update_ratings(
             last_w[k] = w
         if moved <= tolerance:
             break
+    return moved
 
-    results: list[list[Rating]] = [[] for _ in range(count)]
+
+def push_to_players(
+    ratings: list[list[Rating]],
+    weights: list[list[float]],
+    means: list[float],
+    variances: list[float],
+    msg_pi: list[float],
+    msg_tau: list[float],
+    tau2: float,
+) -> list[list[Rating]]:
+    """Each team's message from below, pushed back to its players by the exact Gaussian
+    (Kalman) update along t_k = Σ w_i·p_i, where cov(s_i, t_k) = w_i·s_i²."""
+    results: list[list[Rating]] = []
     trusted = Rating._trusted
-    for position, team in enumerate(order):
-        u_pi = right_pi[position] + left_pi[position]
-        u_tau = right_tau[position] + left_tau[position]
-        var_t = variances[position]
+    sqrt = math.sqrt
+    for team, team_weights, var_t, mean_t, u_pi, u_tau in zip(
+        ratings, weights, variances, means, msg_pi, msg_tau, strict=True
+    ):
         shrink = 1.0 + u_pi * var_t
-        # Kalman gain along t_k = Σ w_i·p_i: cov(s_i, t_k) = w_i·s_i².
-        innovation = (u_tau - u_pi * means[position]) / shrink
+        innovation = (u_tau - u_pi * mean_t) / shrink
         precision_gain = u_pi / shrink
-        out = results[team]
-        for (mu, sigma), w in zip(ratings[team], weights[team], strict=True):
+        out = []
+        for (mu, sigma), w in zip(team, team_weights, strict=True):
             s2 = sigma * sigma + tau2
             ws2 = w * s2
             new_var = s2 - ws2 * ws2 * precision_gain
             if new_var <= 0.0:
                 new_var = s2 * ((var_t - w * ws2) / var_t + (w * ws2 / var_t) / shrink)
-            out.append(trusted(mu + ws2 * innovation, math.sqrt(new_var)))
+            out.append(trusted(mu + ws2 * innovation, sqrt(new_var)))
+        results.append(out)
     return results

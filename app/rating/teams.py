@@ -29,6 +29,8 @@ class Teams:
     keys: list[list[Any]] | None
     # One entry per team, lower is better, equal is a tie.
     ranks: list[float]
+    # Team-performance coefficients given with the match (team_performance="weighted").
+    coefficients: list[list[float]] | None = None
 
     def rebuild(self, results: list[list[Rating]]) -> list[Any]:
         """Give results back in the structure the caller used."""
@@ -111,51 +113,64 @@ def read_ranks(ranks: Any, scores: Any, count: int) -> list[float]:
     return _finite_list(ranks, "ranks", count)
 
 
-def _weight(value: Any, team: int, player: Any) -> float:
+# Team-performance coefficients ("weighted") are positive and at most this large.
+COEFFICIENT_MAX = 1e6
+
+
+def _weight(value: Any, team: int, player: Any, name: str = "weight") -> float:
     try:
-        weight = float(value)
+        number = float(value)
     except (TypeError, ValueError):
-        raise RatingInputError(f"weight of team {team} player {player!r} must be a number") from None
-    if not (0.0 <= weight <= 1.0):
-        raise RatingInputError(f"weight of team {team} player {player!r} must be in [0, 1], got {value!r}")
-    return weight
+        raise RatingInputError(f"{name} of team {team} player {player!r} must be a number") from None
+    if name == "weight":
+        if not (0.0 <= number <= 1.0):
+            raise RatingInputError(
+                f"weight of team {team} player {player!r} must be in [0, 1], got {value!r}"
+            )
+    elif not (0.0 < number <= COEFFICIENT_MAX):
+        raise RatingInputError(
+            f"{name} of team {team} player {player!r} must be in (0, {COEFFICIENT_MAX:g}], got {value!r}"
+        )
+    return number
 
 
 def read_weights(
-    weights: Any, ratings: list[list[Rating]], keys: list[list[Any]] | None
+    weights: Any, ratings: list[list[Rating]], keys: list[list[Any]] | None, name: str = "weight"
 ) -> list[list[float]]:
-    """Partial-play weights in [0, 1], one per player, 1 where not given."""
+    """Per-player numbers, 1 where not given: partial-play weights in [0, 1] or, with
+    name="coefficient", team-performance coefficients in (0, COEFFICIENT_MAX]."""
+    plural = f"{name}s"
     if weights is None:
         return [[1.0] * len(team) for team in ratings]
     if isinstance(weights, Mapping):
         out = [[1.0] * len(team) for team in ratings]
         for where, value in weights.items():
             if not (isinstance(where, tuple) and len(where) == 2):
-                raise RatingInputError(f"weight keys must be (team index, player), got {where!r}")
+                raise RatingInputError(f"{name} keys must be (team index, player), got {where!r}")
             team, player = where
             if not isinstance(team, int) or not 0 <= team < len(ratings):
-                raise RatingInputError(f"weight for unknown team {team!r}")
+                raise RatingInputError(f"{name} for unknown team {team!r}")
             if keys is not None:
                 if player not in keys[team]:
-                    raise RatingInputError(f"weight for player {player!r}, who is not in team {team}")
+                    raise RatingInputError(f"{name} for player {player!r}, who is not in team {team}")
                 index = keys[team].index(player)
             else:
                 if not isinstance(player, int) or not 0 <= player < len(ratings[team]):
-                    raise RatingInputError(f"weight for unknown player {player!r} of team {team}")
+                    raise RatingInputError(f"{name} for unknown player {player!r} of team {team}")
                 index = player
-            out[team][index] = _weight(value, team, player)
+            out[team][index] = _weight(value, team, player, name)
         return _checked_teams(out)
     if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != len(ratings):
-        raise RatingInputError(f"weights must have one entry per team ({len(ratings)})")
+        raise RatingInputError(f"{plural} must have one entry per team ({len(ratings)})")
     out = []
     for index, (team_weights, team) in enumerate(zip(weights, ratings, strict=True)):
         if isinstance(team_weights, (str, bytes)) or not isinstance(team_weights, Sequence):
-            raise RatingInputError(f"weights of team {index} must be a sequence")
+            raise RatingInputError(f"{plural} of team {index} must be a sequence")
         if len(team_weights) != len(team):
             raise RatingInputError(
-                f"weights of team {index} have {len(team_weights)} entries for {len(team)} players"
+                f"{plural} of team {index} have {len(team_weights)} entries for {len(team)} players"
             )
-        out.append([_weight(w, index, j) for j, w in enumerate(team_weights)])
+        out.append([_weight(w, index, j, name) for j, w in enumerate(team_weights)])
     return _checked_teams(out)
 
 
@@ -166,6 +181,15 @@ def _checked_teams(weights: list[list[float]]) -> list[list[float]]:
     return weights
 
 
-def read_teams(rating_groups: Any, ranks: Any = None, weights: Any = None, scores: Any = None) -> Teams:
+def read_teams(
+    rating_groups: Any,
+    ranks: Any = None,
+    weights: Any = None,
+    scores: Any = None,
+    coefficients: Any = None,
+) -> Teams:
     ratings, keys = read_groups(rating_groups)
-    return Teams(ratings, read_weights(weights, ratings, keys), keys, read_ranks(ranks, scores, len(ratings)))
+    given = None if coefficients is None else read_weights(coefficients, ratings, keys, "coefficient")
+    return Teams(
+        ratings, read_weights(weights, ratings, keys), keys, read_ranks(ranks, scores, len(ratings)), given
+    )

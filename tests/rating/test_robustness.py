@@ -142,3 +142,19 @@ def test_sigma_down_to_one_millionth() -> None:
     (a,), (b,), (c,) = env.rate([(Rating(30, 1e-6),), (Rating(20, 1e-6),), (Rating(25, 1e-6),)])
     for r in (a, b, c):
         assert math.isfinite(r.mu) and 0 < r.sigma <= 1e-6
+
+
+@pytest.mark.parametrize(
+    ("t", "e"), [(5.7, 0.012), (6.5, 0.3), (8.0, 1.9), (10.6, 0.07), (12.0, 0.8), (40.0, 0.5)]
+)
+def test_far_windows_by_quadrature_match_200_digit_reference(t: float, e: float) -> None:
+    """The far-tail windows big tournaments produce, integrated in doubles."""
+    with mp.workdps(200):
+        big_t, big_e = mp.mpf(t), mp.mpf(e)
+        a, b = -big_e - big_t, big_e - big_t
+        z = (mp.erfc(-b / mp.sqrt(2)) - mp.erfc(-a / mp.sqrt(2))) / 2
+        mean = (mp.npdf(a) - mp.npdf(b)) / z
+        variance = 1 + (a * mp.npdf(a) - b * mp.npdf(b)) / z - mean**2
+    v, _, rest = draw(t, e)
+    assert v == pytest.approx(float(mean), rel=1e-14)
+    assert rest == pytest.approx(float(variance), rel=1e-12)
