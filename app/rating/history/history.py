@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from app.rating.history.game import Game, Player
-from app.rating.history.gaussian import INF, Gaussian, Ninf
+from app.rating.history.game import (
+    Game,
+    Player,
+    draw_margin,
+    log_outcome_probability,
+    truncation_message,
+)
+from app.rating.history.gaussian import INF, Gaussian
 
 Composition = Sequence[Sequence[Sequence[str]]]
 
@@ -24,25 +30,56 @@ Composition = Sequence[Sequence[Sequence[str]]]
 @dataclass(slots=True)
 class _Agent:
     player: Player
-    message: Gaussian = field(default_factory=lambda: Ninf)
+    # The message passed along the player's chain of batches, (pi, tau); 0, 0 is none yet.
+    message: tuple[float, float] = (0.0, 0.0)
     last_time: float = -INF
 
-    def receive(self, elapsed: float) -> Gaussian:
+    def receive(self, elapsed: float) -> tuple[float, float]:
         """The forward message into a batch: the last one, drifted; the prior at first play."""
-        if self.message.sigma == INF:
-            return self.player.prior
-        return self.message.forget(self.player.gamma, elapsed)
+        pi, tau = self.message
+        if pi == 0.0:
+            return _natural(self.player.prior)
+        return _drift(pi, tau, self.player.gamma, elapsed)
 
 
 @dataclass(slots=True)
 class _Skill:
-    forward: Gaussian
+    """One player's skill at one batch. Messages are kept in natural parameters (precision
+    pi and precision·mean tau; the flat message is 0, 0), so products are sums."""
+
+    fwd_pi: float
+    fwd_tau: float
     elapsed: float
-    backward: Gaussian = field(default_factory=lambda: Ninf)
-    likelihood: Gaussian = field(default_factory=lambda: Ninf)
+    bwd_pi: float = 0.0
+    bwd_tau: float = 0.0
+    lik_pi: float = 0.0
+    lik_tau: float = 0.0
 
     def posterior(self) -> Gaussian:
-        return self.likelihood * self.backward * self.forward
+        return Gaussian.natural(
+            self.fwd_pi + self.bwd_pi + self.lik_pi, self.fwd_tau + self.bwd_tau + self.lik_tau
+        )
+
+    def moments(self) -> tuple[float, float]:
+        pi = self.fwd_pi + self.bwd_pi + self.lik_pi
+        if not pi > 0.0:
+            return 0.0, INF
+        return (self.fwd_tau + self.bwd_tau + self.lik_tau) / pi, math.sqrt(1.0 / pi)
+
+
+def _drift(pi: float, tau: float, gamma: float, elapsed: float) -> tuple[float, float]:
+    """Seed 001's dynamics: the variance grows by gamma² per unit of elapsed time."""
+    if pi == INF:
+        return pi, tau
+    var = 1.0 / pi + elapsed * gamma * gamma
+    return 1.0 / var, tau / pi / var
+
+
+def _natural(g: Gaussian) -> tuple[float, float]:
+    if g.sigma == INF:
+        return 0.0, 0.0
+    pi = g.sigma**-2
+    return pi, g.mu * pi
 
 
 @dataclass(slots=True)
@@ -50,8 +87,16 @@ class _Event:
     names: list[list[str]]
     result: list[float]
     weights: list[list[float]] | None
-    likelihoods: list[list[Gaussian]]
+    # The game's message to each player's skill, (pi, tau) per player, flat at first.
+    likelihoods: list[list[tuple[float, float]]]
     log_evidence: float = 0.0
+
+
+def _message(mean: float, var: float) -> tuple[float, float]:
+    """N(mean, var) in natural parameters; an infinite variance is the flat message."""
+    if not var < INF:
+        return 0.0, 0.0
+    return 1.0 / var, mean / var
 
 
 def _elapsed(last_time: float, now: float) -> float:
@@ -88,12 +133,12 @@ class Batch:
                 list(results[index]) if results else [float(len(names) - 1 - t) for t in range(len(names))]
             )
             event_weights = [list(w) for w in weights[index]] if weights else None
-            self.events.append(_Event(names, result, event_weights, [[Ninf] * len(t) for t in names]))
+            self.events.append(_Event(names, result, event_weights, [[(0.0, 0.0)] * len(t) for t in names]))
             for team in names:
                 for name in team:
                     if name not in self.skills:
                         elapsed = _elapsed(self.agents[name].last_time, self.time)
-                        self.skills[name] = _Skill(self.agents[name].receive(elapsed), elapsed)
+                        self.skills[name] = _Skill(*self.agents[name].receive(elapsed), elapsed)
         self.iteration(start)
 
     def posterior(self, name: str) -> Gaussian:
@@ -106,45 +151,119 @@ class Batch:
         """Re-run every game from `start` with its within-batch priors (posterior without
         the game's own message), and swap in the new messages."""
         for event in self.events[start:]:
-            teams = []
-            for names, likelihoods in zip(event.names, event.likelihoods, strict=True):
-                team = []
-                for name, likelihood in zip(names, likelihoods, strict=True):
-                    player = self.agents[name].player
-                    team.append(Player(self.skills[name].posterior() / likelihood, player.beta, player.gamma))
-                teams.append(team)
-            game = Game(teams, event.result, self.p_draw, event.weights)
-            for names, olds, news in zip(event.names, event.likelihoods, game.likelihoods, strict=True):
-                for position, (name, new) in enumerate(zip(names, news, strict=True)):
-                    skill = self.skills[name]
-                    skill.likelihood = skill.likelihood / olds[position] * new
-                    olds[position] = new
-            event.log_evidence = game.log_evidence
+            names = event.names
+            duel = event.weights is None and len(names) == 2 and len(names[0]) == 1 and len(names[1]) == 1
+            if not (duel and self._duel(event)):
+                self._general(event)
+
+    def _general(self, event: _Event) -> None:
+        """Any game, through Game."""
+        skills = self.skills
+        agents = self.agents
+        names = event.names
+        teams = []
+        for team_names, likelihoods in zip(names, event.likelihoods, strict=True):
+            team = []
+            for name, (item_pi, item_tau) in zip(team_names, likelihoods, strict=True):
+                skill = skills[name]
+                prior = Gaussian.natural(
+                    skill.fwd_pi + skill.bwd_pi + skill.lik_pi - item_pi,
+                    skill.fwd_tau + skill.bwd_tau + skill.lik_tau - item_tau,
+                )
+                player = agents[name].player
+                team.append(Player(prior, player.beta, player.gamma))
+            teams.append(team)
+        game = Game(teams, event.result, self.p_draw, event.weights)
+        for team_names, olds, news in zip(names, event.likelihoods, game.likelihoods, strict=True):
+            for position, (name, new) in enumerate(zip(team_names, news, strict=True)):
+                self._swap(skills[name], olds, position, _natural(new))
+        event.log_evidence = game.log_evidence
+
+    @staticmethod
+    def _swap(
+        skill: _Skill, olds: list[tuple[float, float]], position: int, new: tuple[float, float]
+    ) -> None:
+        old_pi, old_tau = olds[position]
+        skill.lik_pi += new[0] - old_pi
+        skill.lik_tau += new[1] - old_tau
+        olds[position] = new
+
+    def _duel(self, event: _Event) -> bool:
+        """A one-on-one game, in floats: Game's closed form for two teams, inlined. False
+        (and nothing done) when a within-batch prior is improper; Game handles those."""
+        (first,), (second,) = event.names
+        a, b = self.skills[first], self.skills[second]
+        (a_pi, a_tau), (b_pi, b_tau) = event.likelihoods[0][0], event.likelihoods[1][0]
+        pi_a = a.fwd_pi + a.bwd_pi + a.lik_pi - a_pi
+        pi_b = b.fwd_pi + b.bwd_pi + b.lik_pi - b_pi
+        if not (pi_a > 0.0 and pi_b > 0.0):
+            return False
+        mu_a = (a.fwd_tau + a.bwd_tau + a.lik_tau - a_tau) / pi_a
+        mu_b = (b.fwd_tau + b.bwd_tau + b.lik_tau - b_tau) / pi_b
+        beta_a = self.agents[first].player.beta
+        beta_b = self.agents[second].player.beta
+        var_a = 1.0 / pi_a + beta_a * beta_a
+        var_b = 1.0 / pi_b + beta_b * beta_b
+        score_a, score_b = event.result
+        win_first = score_a >= score_b
+        tie = score_a == score_b
+        mean = mu_a - mu_b if win_first else mu_b - mu_a
+        var = var_a + var_b
+        margin = draw_margin(self.p_draw, math.sqrt(beta_a * beta_a + beta_b * beta_b))
+        event.log_evidence = log_outcome_probability(mean, math.sqrt(var), margin, tie)
+        d_pi, d_tau = truncation_message(mean, var, margin, tie)
+        if d_pi == 0.0:
+            new_a = new_b = (0.0, 0.0)
+        else:
+            d_mu = d_tau / d_pi
+            d_var = 1.0 / d_pi
+            # t_winner = t_loser + d and t_loser = t_winner − d; then strip the other noise.
+            if not win_first:
+                d_mu = -d_mu
+            new_a = _message(mu_b + d_mu, var_b + d_var + beta_a * beta_a)
+            new_b = _message(mu_a - d_mu, var_a + d_var + beta_b * beta_b)
+        self._swap(a, event.likelihoods[0], 0, new_a)
+        self._swap(b, event.likelihoods[1], 0, new_b)
+        return True
 
     def convergence(self, epsilon: float = 1e-6, iterations: int = 20) -> int:
         step = INF
         done = 0
         while step > epsilon and done < iterations:
-            old = self.posteriors()
+            old = self.moments()
             self.iteration()
-            step = _largest_change(old, self.posteriors())
+            step = _largest_change(old, self.moments())
             done += 1
         return done
 
-    def forward_prior_out(self, name: str) -> Gaussian:
+    def moments(self) -> dict[str, tuple[float, float]]:
+        """Each skill's posterior (mu, sigma), for measuring how far an update moved it."""
+        return {name: skill.moments() for name, skill in self.skills.items()}
+
+    def forward_prior_out(self, name: str) -> tuple[float, float]:
         skill = self.skills[name]
-        return skill.forward * skill.likelihood
+        return skill.fwd_pi + skill.lik_pi, skill.fwd_tau + skill.lik_tau
 
-    def backward_prior_out(self, name: str) -> Gaussian:
+    def backward_prior_out(self, name: str) -> tuple[float, float]:
         skill = self.skills[name]
-        return (skill.likelihood * skill.backward).forget(self.agents[name].player.gamma, skill.elapsed)
+        pi = skill.lik_pi + skill.bwd_pi
+        tau = skill.lik_tau + skill.bwd_tau
+        if not pi > 0.0:
+            return 0.0, 0.0
+        return _drift(pi, tau, self.agents[name].player.gamma, skill.elapsed)
 
 
-def _largest_change(old: Mapping[str, Gaussian], new: Mapping[str, Gaussian]) -> float:
+def _largest_change(old: Mapping[str, tuple[float, float]], new: Mapping[str, tuple[float, float]]) -> float:
+    """The package's step: the largest |Δmu| or |Δsigma| (a flat one counts as no change)."""
     step = 0.0
-    for name, before in old.items():
-        d_mu, d_sigma = before.delta(new[name])
-        step = max(step, d_mu, d_sigma)
+    for name, (mu, sigma) in old.items():
+        new_mu, new_sigma = new[name]
+        d_mu = abs(mu - new_mu)
+        d_sigma = abs(sigma - new_sigma)
+        if d_mu > step:
+            step = d_mu
+        if d_sigma > step:
+            step = d_sigma
     return step
 
 
@@ -243,31 +362,31 @@ class History:
             for name in later.skills:
                 self.agents[name].message = later.backward_prior_out(name)
             batch = self.batches[j]
-            old = batch.posteriors()
+            old = batch.moments()
             for name, skill in batch.skills.items():
-                skill.backward = self.agents[name].message
+                skill.bwd_pi, skill.bwd_tau = self.agents[name].message
             batch.iteration()
-            step = max(step, _largest_change(old, batch.posteriors()))
+            step = max(step, _largest_change(old, batch.moments()))
         self._clean()
         for j in range(1, len(self.batches)):
             earlier = self.batches[j - 1]
             for name in earlier.skills:
                 self.agents[name].message = earlier.forward_prior_out(name)
             batch = self.batches[j]
-            old = batch.posteriors()
+            old = batch.moments()
             for name, skill in batch.skills.items():
-                skill.forward = self.agents[name].receive(skill.elapsed)
+                skill.fwd_pi, skill.fwd_tau = self.agents[name].receive(skill.elapsed)
             batch.iteration()
-            step = max(step, _largest_change(old, batch.posteriors()))
+            step = max(step, _largest_change(old, batch.moments()))
         if len(self.batches) == 1:
-            old = self.batches[0].posteriors()
+            old = self.batches[0].moments()
             self.batches[0].convergence()
-            step = max(step, _largest_change(old, self.batches[0].posteriors()))
+            step = max(step, _largest_change(old, self.batches[0].moments()))
         return step
 
     def _clean(self) -> None:
         for agent in self.agents.values():
-            agent.message = Ninf
+            agent.message = (0.0, 0.0)
 
     def convergence(
         self, epsilon: float = 1e-6, iterations: int = 30, verbose: bool = False
