@@ -319,14 +319,7 @@ class History:
         weights: Sequence[Sequence[Sequence[float]]] | None,
         priors: Mapping[str, Player],
     ) -> None:
-        for teams in composition:
-            for team in teams:
-                for name in team:
-                    if name not in self.agents:
-                        player = priors.get(name) or Player(
-                            Gaussian(self.mu, self.sigma), self.beta, self.gamma
-                        )
-                        self.agents[name] = _Agent(player)
+        self._register(composition, priors)
         count = len(composition)
         order = sorted(range(count), key=lambda g: times[g]) if times is not None else list(range(count))
         i = 0
@@ -352,6 +345,73 @@ class History:
                 agent.message = batch.forward_prior_out(name)
             i = j
         self.size += count
+
+    def add_events(
+        self,
+        composition: Composition,
+        results: Sequence[Sequence[float]] | None = None,
+        times: Sequence[float] | None = None,
+        priors: Mapping[str, Player] | None = None,
+        weights: Sequence[Sequence[Sequence[float]]] | None = None,
+    ) -> None:
+        """Append games to this history without rebuilding it.
+
+        New games get TrueSkill's online estimate from everything before them (as the
+        constructor gives every game); `convergence()` or `iteration()` then refines the whole
+        history, warm-started from where it was. Games at the time of the last batch join it;
+        games may not precede it.
+        """
+        results = list(results) if results is not None and len(results) else None
+        times = list(times) if times is not None and len(times) else None
+        weights = list(weights) if weights is not None and len(weights) else None
+        for name, values in (("results", results), ("times", times), ("weights", weights)):
+            if values is not None and len(values) != len(composition):
+                raise ValueError(f"{name} has {len(values)} entries for {len(composition)} games")
+        if self.timed != (times is not None):
+            raise ValueError("give times for every batch of a timed history, and none for an untimed one")
+        last = self.batches[-1] if self.batches else None
+        if times is not None and last is not None and min(times) < last.time:
+            raise ValueError(f"add_events appends: times must not precede the last batch ({last.time:g})")
+        # The online state each player leaves its last batch with (sweeps overwrite it).
+        for batch in self.batches:
+            for name in batch.skills:
+                agent = self.agents[name]
+                agent.message = batch.forward_prior_out(name)
+                agent.last_time = batch.time if self.timed else INF
+        joining = [
+            g
+            for g in range(len(composition))
+            if times is not None and last is not None and times[g] == last.time
+        ]
+        if joining and last is not None:
+            self._register(composition, priors or {})
+            last.add(
+                [composition[g] for g in joining],
+                [results[g] for g in joining] if results is not None else None,
+                [weights[g] for g in joining] if weights is not None else [],
+            )
+            for name in last.skills:
+                self.agents[name].message = last.forward_prior_out(name)
+                self.agents[name].last_time = last.time
+            self.size += len(joining)
+        rest = [g for g in range(len(composition)) if g not in set(joining)]
+        self._extend(
+            [composition[g] for g in rest],
+            [results[g] for g in rest] if results is not None else None,
+            [times[g] for g in rest] if times is not None else None,
+            [weights[g] for g in rest] if weights is not None else None,
+            priors or {},
+        )
+
+    def _register(self, composition: Composition, priors: Mapping[str, Player]) -> None:
+        for teams in composition:
+            for team in teams:
+                for name in team:
+                    if name not in self.agents:
+                        player = priors.get(name) or Player(
+                            Gaussian(self.mu, self.sigma), self.beta, self.gamma
+                        )
+                        self.agents[name] = _Agent(player)
 
     def iteration(self) -> float:
         """One backward and one forward sweep over the batches; the largest posterior change."""

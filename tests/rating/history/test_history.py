@@ -1,0 +1,91 @@
+"""History beyond the package's own vectors: add_events, extra skill components, robustness."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from app.rating.history import Gaussian, History, Player
+
+
+def games(
+    seed: int, count: int, players: int = 8
+) -> tuple[list[list[list[str]]], list[list[float]], list[float]]:
+    rng = random.Random(seed)
+    names = [f"p{i}" for i in range(players)]
+    composition, results, times = [], [], []
+    for g in range(count):
+        a, b = rng.sample(names, 2)
+        composition.append([[a], [b]])
+        results.append([1.0, 0.0] if rng.random() < 0.6 else [0.0, 1.0])
+        times.append(float(g // 3))
+    return composition, results, times
+
+
+def curves_close(a: History, b: History, tolerance: float) -> None:
+    ca, cb = a.learning_curves(), b.learning_curves()
+    assert ca.keys() == cb.keys()
+    for name in ca:
+        assert [t for t, _ in ca[name]] == [t for t, _ in cb[name]]
+        for (_, x), (_, y) in zip(ca[name], cb[name], strict=True):
+            assert abs(x.mu - y.mu) < tolerance and abs(x.sigma - y.sigma) < tolerance
+
+
+@pytest.mark.parametrize("split", [12, 13, 14])
+def test_add_events_gives_the_history_built_at_once(split: int) -> None:
+    """Split inside a batch (13, 14) or at its edge (12): the online estimates are the same
+    as the constructor's, and a history smoothed before it grew converges to the same one."""
+    composition, results, times = games(1, 30)
+    whole = History(composition, results, times, gamma=0.1)
+    online = History(composition[:split], results[:split], times[:split], gamma=0.1)
+    online.add_events(composition[split:], results[split:], times[split:])
+    assert len(online) == 30 and len(online.batches) == len(whole.batches)
+    curves_close(whole, online, 1e-12)
+    smoothed = History(composition[:split], results[:split], times[:split], gamma=0.1)
+    smoothed.convergence(iterations=5)
+    smoothed.add_events(composition[split:], results[split:], times[split:])
+    # Both reach the same fixed point (slowly: about 400 sweeps to 1e-12 here).
+    whole.convergence(epsilon=1e-12, iterations=2000)
+    smoothed.convergence(epsilon=1e-12, iterations=2000)
+    curves_close(whole, smoothed, 1e-9)
+
+
+def test_add_events_refuses_the_past_and_mixed_timing() -> None:
+    composition, results, times = games(2, 9)
+    history = History(composition, results, times)
+    with pytest.raises(ValueError, match="must not precede the last batch"):
+        history.add_events([[["p0"], ["p1"]]], [[1, 0]], [0.0])
+    with pytest.raises(ValueError, match="give times for every batch"):
+        history.add_events([[["p0"], ["p1"]]], [[1, 0]])
+
+
+def test_untimed_histories_grow_one_batch_per_game() -> None:
+    composition, results, _ = games(3, 10)
+    history = History(composition[:6], results[:6])
+    history.add_events(composition[6:], results[6:])
+    assert [b.time for b in history.batches] == [float(t) for t in range(1, 11)]
+
+
+def test_a_zero_beta_component_adds_skill_without_noise() -> None:
+    """Seed 001 Code 13: an extra skill component with beta = 0 (e.g. a surface skill)
+    joins the player's team; it carries skill but no performance noise of its own."""
+    priors = {"a_clay": Player(Gaussian(0.0, 1.0), beta=0.0, gamma=0.01)}
+    composition = [[["a", "a_clay"], ["b"]], [["a", "a_clay"], ["c"]], [["b"], ["a"]]]
+    history = History(composition, [[1, 0], [1, 0], [1, 0]], priors=priors, gamma=0.0)
+    history.convergence()
+    curves = history.learning_curves()
+    assert curves["a_clay"][-1][1].mu > 0.0
+    assert all(math.isfinite(g.mu) and g.sigma > 0 for c in curves.values() for _, g in c)
+
+
+def test_extreme_upsets_keep_everything_finite() -> None:
+    priors = {"strong": Player(Gaussian(60.0, 0.5), 1.0, 0.0), "weak": Player(Gaussian(0.0, 0.5), 1.0, 0.0)}
+    composition = [[["weak"], ["strong"]], [["weak"], ["strong"]]]
+    history = History(composition, [[1, 0], [0, 0]], priors=priors, p_draw=0.2)
+    history.convergence()
+    assert math.isfinite(history.log_evidence())
+    for curve in history.learning_curves().values():
+        for _, g in curve:
+            assert math.isfinite(g.mu) and 0.0 < g.sigma < 1.0
