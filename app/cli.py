@@ -14,7 +14,12 @@ import psycopg
 from pydantic import ValidationError
 
 from app.config import Settings, describe_error
-from app.evaluation.commands import add_tournaments_parser, run_tournaments
+from app.evaluation.commands import (
+    add_fit_history_parser,
+    add_tournaments_parser,
+    run_fit_history,
+    run_tournaments,
+)
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
 
 
@@ -176,10 +181,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scopes", required=True, help="comma-separated: results:write,matchmaking,read,admin"
     )
     add_tournaments_parser(commands)
+    add_fit_history_parser(commands)
     args = parser.parse_args(argv)
     try:
         if args.command == "evaluate-tournaments":
             run_tournaments(args)
+            return 0
+        if args.command == "fit-history":
+            run_fit_history(args)
             return 0
         if args.command == "openapi":
             sys.stdout.write(openapi_document())

@@ -7,8 +7,9 @@ import os
 import time
 from pathlib import Path
 
-from app.evaluation import chgk, synthetic
+from app.evaluation import chgk, histories, synthetic
 from app.evaluation.tournaments import Parameters, Tournament, compare, table
+from app.rating.history.tuning import fit_hyperparameters
 
 # ../shared beside the repository, or SHARED_DIR (as the tests read it).
 SHARED = Path(os.environ.get("SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared")
@@ -52,3 +53,46 @@ def run_tournaments(args: argparse.Namespace) -> None:
         print(f"## {source}: {len(tournaments)} tournaments, {teams} team entries")
         print(table(compare(tournaments, parameters)))
         print(f"({time.perf_counter() - started:.0f} s)\n", flush=True)
+
+
+def add_fit_history_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = commands.add_parser(
+        "fit-history",
+        help="choose TrueSkill Through Time's sigma and gamma (and p_draw) by log evidence",
+    )
+    parser.add_argument("--source", choices=sorted(histories.LOADERS), default="chess")
+    parser.add_argument("--datasets", type=Path, default=SHARED / "datasets", help="../shared/datasets")
+    parser.add_argument("--fit-p-draw", action="store_true", help="fit the draw probability too")
+    parser.add_argument("--iterations", type=int, default=10, help="sweeps per evaluation")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N games (0: all)")
+
+
+def run_fit_history(args: argparse.Namespace) -> None:
+    data = histories.LOADERS[args.source](args.datasets)
+    limit = args.limit or len(data.composition)
+    draws = data.draw_share
+    print(f"{data.name}: {limit} games, draws {draws:.1%}; beta = 1, mu = 0\n", flush=True)
+    best, path = fit_hyperparameters(
+        data.composition[:limit],
+        data.results[:limit],
+        data.times[:limit],
+        p_draw=draws if draws > 0.0 else 0.0,
+        fit_p_draw=args.fit_p_draw,
+        iterations=args.iterations,
+        rounds=args.rounds,
+    )
+    print("| trial | sigma | gamma | p_draw | log evidence |")
+    print("|---|---|---|---|---|")
+    for number, trial in enumerate(path, 1):
+        cells = (
+            f"{trial.sigma:.4g}",
+            f"{trial.gamma:.4g}",
+            f"{trial.p_draw:.4g}",
+            f"{trial.log_evidence:.3f}",
+        )
+        print(f"| {number} | {' | '.join(cells)} |")
+    print(
+        f"\nbest: sigma={best.sigma:.4g} gamma={best.gamma:.4g} p_draw={best.p_draw:.4g} "
+        f"log evidence={best.log_evidence:.3f} (start {path[0].log_evidence:.3f})"
+    )

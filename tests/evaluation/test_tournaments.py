@@ -57,3 +57,15 @@ def test_the_command_prints_the_table(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert "## chgk-ec: 15 tournaments, 396 team entries" in out
     assert "| tie layer, size-penalised mean (TS2b) |" in out
+
+
+def test_history_loaders_read_the_match_files() -> None:
+    from app.evaluation import histories
+
+    football = histories.football(SHARED / "datasets")
+    assert len(football.composition) == 49_520
+    assert football.draw_share == pytest.approx(0.2273, abs=1e-4)
+    atp = histories.atp(SHARED / "datasets")
+    assert 193_000 < len(atp.composition) < 194_996, "walkovers and the placeholder are dropped"
+    assert all(r == [1.0, 0.0] for r in atp.results[:100])
+    assert atp.times == sorted(atp.times)
