@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# TrueSkill's own models first (the defaults), then seed 002's.
-TeamPerformance = Literal["sum", "mean", "weighted", "size-penalised-mean"]
-TieModel = Literal["chain", "tie-layer"]
+from app.rating.performance import PAPER_C0, PAPER_C1, PAPER_ROSTER_CAP, TeamPerformance
+from app.rating.tie_layer import TieModel
 
 
 class ModeUpdate(BaseModel):
@@ -58,7 +56,11 @@ QUEUE_DEFAULTS = {
     "ticket_ttl_seconds": 300.0,
 }
 # Seed 002 eq. 4 (the paper's values).
-PERFORMANCE_DEFAULTS = {"size_penalty_c0": 0.88, "size_penalty_c1": 0.02, "roster_cap": 6}
+PERFORMANCE_DEFAULTS = {
+    "size_penalty_c0": PAPER_C0,
+    "size_penalty_c1": PAPER_C1,
+    "roster_cap": PAPER_ROSTER_CAP,
+}
 # Mode settings kept in the `settings` JSON column rather than a column of their own.
 SETTINGS_DEFAULTS: dict[str, float] = {**QUEUE_DEFAULTS, **PERFORMANCE_DEFAULTS}
 

@@ -17,6 +17,7 @@ from app.rating.inference import (
     MAX_SWEEPS,
     TOLERANCE,
     chain_team_messages,
+    comparison_margin,
     draw_margin,
     push_to_players,
     team_priors,
@@ -27,9 +28,7 @@ from app.rating.performance import PAPER_C0, PAPER_C1, PAPER_ROSTER_CAP, Perform
 from app.rating.prediction import draw_chance, match_quality, win_probabilities
 from app.rating.rating import DEFAULT_MU, DEFAULT_SIGMA, SIGMA_MAX, SIGMA_MIN, Rating
 from app.rating.teams import Teams, read_teams
-from app.rating.tie_layer import team_messages
-
-TIE_MODELS = ("chain", "tie-layer")
+from app.rating.tie_layer import TIE_MODELS, team_messages
 
 BETA_MIN = 1e-9
 _PLAIN = (list, tuple)
@@ -133,8 +132,12 @@ class TrueSkill:
         teams = read_teams(rating_groups, ranks, weights, scores, coefficients)
         return teams.rebuild(self._rate_teams(teams))
 
+    def _given_alphas(self, teams: Teams) -> list[list[float]]:
+        """The team-performance coefficients of a match, from its weights and coefficients."""
+        return self.performance.coefficients(teams.ratings, teams.weights, teams.coefficients)
+
     def _rate_teams(self, teams: Teams) -> list[list[Rating]]:
-        alphas = self.performance.coefficients(teams.ratings, teams.weights, teams.coefficients)
+        alphas = self._given_alphas(teams)
         if self.tie_model == "chain":
             return update_ratings(
                 teams.ratings,
@@ -192,7 +195,7 @@ class TrueSkill:
         """The posterior of each team's performance t in the match, in team order: where the
         result places the teams, before it is pushed back to the players' skills."""
         teams = read_teams(rating_groups, ranks, weights, scores, coefficients)
-        alphas = self.performance.coefficients(teams.ratings, teams.weights, teams.coefficients)
+        alphas = self._given_alphas(teams)
         means, variances, to_pi, to_tau = self._team_messages(teams, alphas)
         return [
             Gaussian(pi=1.0 / v + p, tau=m / v + t)
@@ -282,11 +285,7 @@ class TrueSkill:
         if len(teams.ratings) != 2:
             raise RatingInputError(f"draw probability is defined for 2 teams, got {len(teams.ratings)}")
         alphas = self._alphas(teams)
-        noise = self._noise(alphas)
-        if noise is None:
-            margin = draw_margin(self.draw_z, len(teams.ratings[0]) + len(teams.ratings[1]), self.beta)
-        else:
-            margin = self.draw_z * math.sqrt(noise[0] + noise[1])
+        margin = comparison_margin(self.draw_z, self.beta, teams.ratings, self._noise(alphas), 0, 1)
         return draw_chance(teams.ratings, alphas, self.beta, margin)
 
     def _alphas(self, teams: Teams) -> list[list[float]]:

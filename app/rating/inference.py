@@ -39,6 +39,17 @@ def draw_margin(draw_z: float, players: int, beta: float) -> float:
     return draw_z * math.sqrt(players) * beta
 
 
+def comparison_margin(
+    draw_z: float, beta: float, ratings: list[list[Rating]], noise: list[float] | None, a: int, b: int
+) -> float:
+    """The draw margin between teams a and b: seed 000 §4.1 by player counts, or with
+    `noise` (per-team Σ w²·beta²) Φ⁻¹((p + 1)/2)·sqrt(noise_a + noise_b), which is the
+    same for TrueSkill's sum and scales with any other team-performance function."""
+    if noise is None:
+        return draw_margin(draw_z, len(ratings[a]) + len(ratings[b]), beta)
+    return draw_z * math.sqrt(noise[a] + noise[b])
+
+
 def two_teams(
     winner: list[Rating],
     loser: list[Rating],
@@ -154,20 +165,15 @@ def update_ratings(
 ) -> list[list[Rating]]:
     """New ratings, in the caller's team order, after a match with the given ranks.
 
-    `weights` are the coefficients of t_k = Σ w_i·p_i. The draw margin of two compared teams
-    follows seed 000 §4.1 (player counts); with `noise`, the per-team performance noise
-    variance Σ w_i²·beta², it is Φ⁻¹((p + 1)/2)·sqrt(noise_a + noise_b) instead, which is the
-    same for TrueSkill's sum and scales with any other team-performance function.
+    `weights` are the coefficients of t_k = Σ w_i·p_i; `noise` selects the draw margin
+    (see comparison_margin).
     """
     count = len(ratings)
     if count == 2:
         first = 0 if ranks[0] <= ranks[1] else 1
         second = 1 - first
         tie = ranks[0] == ranks[1]
-        if noise is None:
-            margin = draw_margin(draw_z, len(ratings[0]) + len(ratings[1]), beta)
-        else:
-            margin = draw_z * math.sqrt(noise[0] + noise[1])
+        margin = comparison_margin(draw_z, beta, ratings, noise, 0, 1)
         if tie and margin <= 0.0:
             raise RatingInputError("a tie cannot be rated when draw_probability is 0")
         top, bottom = two_teams(
@@ -210,10 +216,7 @@ def chain_team_messages(
     for k in range(links):
         left, right = order[k], order[k + 1]
         ties[k] = ranks[left] == ranks[right]
-        if noise is None:
-            margins[k] = draw_margin(draw_z, len(ratings[left]) + len(ratings[right]), beta)
-        else:
-            margins[k] = draw_z * math.sqrt(noise[left] + noise[right])
+        margins[k] = comparison_margin(draw_z, beta, ratings, noise, left, right)
         if ties[k] and margins[k] <= 0.0:
             raise RatingInputError("a tie cannot be rated when draw_probability is 0")
     prior_pi = [1.0 / team_variances[team] for team in order]

@@ -28,9 +28,14 @@ two single teams a place apart need a gap of 0 rather than 2·eps on average.
 from __future__ import annotations
 
 import math
+from typing import Literal, get_args
 
 from app.rating import truncation
 from app.rating.inference import ChainMessages, chain_sweeps
+
+# TrueSkill's chain of |d| <= eps factors (the default), or the layer of this module.
+TieModel = Literal["chain", "tie-layer"]
+TIE_MODELS: tuple[str, ...] = get_args(TieModel)
 
 
 def places_of(ranks: list[float]) -> list[list[int]]:

@@ -81,17 +81,23 @@ def test_extreme_draws_match_the_exact_answer(
         assert got.sigma == pytest.approx(sigma, rel=1e-7)
 
 
-@pytest.mark.parametrize(
-    ("t", "e"),
-    [(36, 0.1), (1e4, 1e-12), (1e4, 0.05), (1e12, 1e-12), (40, 30), (6.5, 1e-6), (5.0, 1e-9), (2.0, 1e-7)],
-)
-def test_draw_moments_match_200_digit_reference(t: float, e: float) -> None:
+def reference_draw_moments(t: float, e: float) -> tuple[float, float]:
+    """Mean and variance of N(0, 1) truncated to [−e − t, e − t], to 200 digits."""
     with mp.workdps(200):
         big_t, big_e = mp.mpf(t), mp.mpf(e)
         a, b = -big_e - big_t, big_e - big_t
         z = (mp.erfc(-b / mp.sqrt(2)) - mp.erfc(-a / mp.sqrt(2))) / 2
         mean = (mp.npdf(a) - mp.npdf(b)) / z
         variance = 1 + (a * mp.npdf(a) - b * mp.npdf(b)) / z - mean**2
+        return float(mean), float(variance)
+
+
+@pytest.mark.parametrize(
+    ("t", "e"),
+    [(36, 0.1), (1e4, 1e-12), (1e4, 0.05), (1e12, 1e-12), (40, 30), (6.5, 1e-6), (5.0, 1e-9), (2.0, 1e-7)],
+)
+def test_draw_moments_match_200_digit_reference(t: float, e: float) -> None:
+    mean, variance = reference_draw_moments(t, e)
     v, _, rest = draw(t, e)
     assert v == pytest.approx(float(mean), rel=1e-12)
     assert rest == pytest.approx(float(variance), rel=1e-6)
@@ -149,12 +155,7 @@ def test_sigma_down_to_one_millionth() -> None:
 )
 def test_far_windows_by_quadrature_match_200_digit_reference(t: float, e: float) -> None:
     """The far-tail windows big tournaments produce, integrated in doubles."""
-    with mp.workdps(200):
-        big_t, big_e = mp.mpf(t), mp.mpf(e)
-        a, b = -big_e - big_t, big_e - big_t
-        z = (mp.erfc(-b / mp.sqrt(2)) - mp.erfc(-a / mp.sqrt(2))) / 2
-        mean = (mp.npdf(a) - mp.npdf(b)) / z
-        variance = 1 + (a * mp.npdf(a) - b * mp.npdf(b)) / z - mean**2
+    mean, variance = reference_draw_moments(t, e)
     v, _, rest = draw(t, e)
     assert v == pytest.approx(float(mean), rel=1e-14)
     assert rest == pytest.approx(float(variance), rel=1e-12)

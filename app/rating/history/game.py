@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from app.rating import normal, truncation
 from app.rating.history.gaussian import INF, Gaussian, Ninf
@@ -26,13 +25,10 @@ INNER_SWEEPS = 10
 INNER_EPSILON = 1e-6
 
 
-@dataclass(slots=True)
 class Player:
     """A player's prior skill, performance noise beta and skill drift gamma per time unit."""
 
-    prior: Gaussian
-    beta: float = 1.0
-    gamma: float = 0.03
+    __slots__ = ("beta", "gamma", "prior")
 
     def __init__(self, prior: Gaussian | None = None, beta: float = 1.0, gamma: float = 0.03) -> None:
         self.prior = Gaussian(0.0, 6.0) if prior is None else prior
@@ -45,6 +41,9 @@ class Player:
 
     def performance(self) -> Gaussian:
         return Gaussian(self.prior.mu, math.sqrt(self.prior.sigma**2 + self.beta**2))
+
+    def __repr__(self) -> str:
+        return f"Player({self.prior!r}, beta={self.beta:.3f}, gamma={self.gamma:.3f})"
 
 
 def draw_margin(p_draw: float, sd: float) -> float:

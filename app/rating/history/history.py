@@ -99,6 +99,24 @@ def _message(mean: float, var: float) -> tuple[float, float]:
     return 1.0 / var, mean / var
 
 
+def _games(
+    composition: Composition,
+    results: Sequence[Sequence[float]] | None,
+    times: Sequence[float] | None,
+    weights: Sequence[Sequence[Sequence[float]]] | None,
+) -> tuple[list[Sequence[float]] | None, list[float] | None, list[Sequence[Sequence[float]]] | None]:
+    """Optional per-game lists, empty meaning absent (the package's convention), checked."""
+    given_results = list(results) if results is not None and len(results) else None
+    given_times = [float(t) for t in times] if times is not None and len(times) else None
+    given_weights = list(weights) if weights is not None and len(weights) else None
+    for name, values in (("results", given_results), ("times", given_times), ("weights", given_weights)):
+        if values is not None and len(values) != len(composition):
+            raise ValueError(f"{name} has {len(values)} entries for {len(composition)} games")
+    if given_times is not None and not all(math.isfinite(t) for t in given_times):
+        raise ValueError("times must be finite")
+    return given_results, given_times, given_weights
+
+
 def _elapsed(last_time: float, now: float) -> float:
     if last_time == -INF:
         return 0.0
@@ -289,14 +307,7 @@ class History:
         p_draw: float = 0.0,
         weights: Sequence[Sequence[Sequence[float]]] | None = None,
     ) -> None:
-        results = list(results) if results is not None and len(results) else None
-        times = list(times) if times is not None and len(times) else None
-        weights = list(weights) if weights is not None and len(weights) else None
-        for name, values in (("results", results), ("times", times), ("weights", weights)):
-            if values is not None and len(values) != len(composition):
-                raise ValueError(f"{name} has {len(values)} entries for {len(composition)} games")
-        if times is not None and any(not math.isfinite(float(t)) for t in times):
-            raise ValueError("times must be finite")
+        results, times, weights = _games(composition, results, times, weights)
         self.mu, self.sigma, self.beta, self.gamma, self.p_draw = mu, sigma, beta, gamma, p_draw
         priors = priors or {}
         self.agents: dict[str, _Agent] = {}
@@ -332,17 +343,17 @@ class History:
             else:
                 now = float(self.size + i + 1)
             chosen = order[i:j]
-            batch = Batch(now, self.agents, self.p_draw)
+            if self.timed and self.batches and self.batches[-1].time == now:
+                batch = self.batches[-1]  # games added at the last batch's time join it
+            else:
+                batch = Batch(now, self.agents, self.p_draw)
+                self.batches.append(batch)
             batch.add(
                 [composition[g] for g in chosen],
                 [results[g] for g in chosen] if results is not None else None,
                 [weights[g] for g in chosen] if weights is not None else [],
             )
-            self.batches.append(batch)
-            for name in batch.skills:
-                agent = self.agents[name]
-                agent.last_time = now if self.timed else INF
-                agent.message = batch.forward_prior_out(name)
+            self._leave(batch)
             i = j
         self.size += count
 
@@ -361,12 +372,7 @@ class History:
         history, warm-started from where it was. Games at the time of the last batch join it;
         games may not precede it.
         """
-        results = list(results) if results is not None and len(results) else None
-        times = list(times) if times is not None and len(times) else None
-        weights = list(weights) if weights is not None and len(weights) else None
-        for name, values in (("results", results), ("times", times), ("weights", weights)):
-            if values is not None and len(values) != len(composition):
-                raise ValueError(f"{name} has {len(values)} entries for {len(composition)} games")
+        results, times, weights = _games(composition, results, times, weights)
         if self.timed != (times is not None):
             raise ValueError("give times for every batch of a timed history, and none for an untimed one")
         last = self.batches[-1] if self.batches else None
@@ -374,34 +380,15 @@ class History:
             raise ValueError(f"add_events appends: times must not precede the last batch ({last.time:g})")
         # The online state each player leaves its last batch with (sweeps overwrite it).
         for batch in self.batches:
-            for name in batch.skills:
-                agent = self.agents[name]
-                agent.message = batch.forward_prior_out(name)
-                agent.last_time = batch.time if self.timed else INF
-        joining = [
-            g
-            for g in range(len(composition))
-            if times is not None and last is not None and times[g] == last.time
-        ]
-        if joining and last is not None:
-            self._register(composition, priors or {})
-            last.add(
-                [composition[g] for g in joining],
-                [results[g] for g in joining] if results is not None else None,
-                [weights[g] for g in joining] if weights is not None else [],
-            )
-            for name in last.skills:
-                self.agents[name].message = last.forward_prior_out(name)
-                self.agents[name].last_time = last.time
-            self.size += len(joining)
-        rest = [g for g in range(len(composition)) if g not in set(joining)]
-        self._extend(
-            [composition[g] for g in rest],
-            [results[g] for g in rest] if results is not None else None,
-            [times[g] for g in rest] if times is not None else None,
-            [weights[g] for g in rest] if weights is not None else None,
-            priors or {},
-        )
+            self._leave(batch)
+        self._extend(composition, results, times, weights, priors or {})
+
+    def _leave(self, batch: Batch) -> None:
+        """Each of the batch's players carries its forward message on to its next batch."""
+        for name in batch.skills:
+            agent = self.agents[name]
+            agent.message = batch.forward_prior_out(name)
+            agent.last_time = batch.time if self.timed else INF
 
     def _register(self, composition: Composition, priors: Mapping[str, Player]) -> None:
         for teams in composition:
