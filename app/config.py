@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     db_statement_timeout_ms: int = Field(5000, ge=100, le=600_000)
     redis_timeout_s: float = Field(5.0, gt=0, le=60)
     max_body_bytes: int = Field(1_048_576, ge=1024, le=64 * 1_048_576)
+    maintenance_every_s: float = Field(
+        5.0, gt=0, le=3600, description="How often background work (leaderboard counts, jobs) runs"
+    )
 
     @field_validator("database_url")
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,7 +12,8 @@ from fastapi import FastAPI
 from redis.asyncio import Redis
 from sqlalchemy import text
 
-from app.api import health, keys, lobbies, matches, modes, players, problems, queues
+from app import background
+from app.api import health, keys, leaderboards, lobbies, matches, modes, players, problems, queues
 from app.api.deps import Resources
 from app.api.middleware import BodyLimit, RequestContext
 from app.config import Settings
@@ -59,10 +61,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redis_url = config.redis_url or embedded.start_redis()
         engine = build_engine(config, database_url)
         redis = build_redis(config, redis_url)
-        app.state.resources = Resources(config, engine, build_sessionmaker(engine), redis)
+        sessions = build_sessionmaker(engine)
+        app.state.resources = Resources(config, engine, sessions, redis)
+        maintenance = asyncio.create_task(background.maintain(sessions, config.maintenance_every_s))
         try:
             yield
         finally:
+            maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await maintenance
             await redis.aclose()
             await engine.dispose()
             embedded.stop()
@@ -77,6 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         players.router,
         lobbies.router,
         queues.router,
+        leaderboards.router,
     ):
         app.include_router(router)
     max_body = (settings or Settings()).max_body_bytes

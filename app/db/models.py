@@ -12,6 +12,7 @@ from sqlalchemy import (
     DateTime,
     Double,
     ForeignKey,
+    Identity,
     Index,
     Integer,
     String,
@@ -45,6 +46,8 @@ class Mode(Base):
     teams: Mapped[int] = mapped_column(Integer, server_default=text("2"))
     team_size: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     min_matches_for_leaderboard: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # Width of the leaderboard's count buckets in `conservative`; fixed at creation (sigma/64).
+    leaderboard_bucket_width: Mapped[float] = mapped_column(Double, server_default=text("0.13"))
     settings: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
     updated_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
@@ -52,6 +55,7 @@ class Mode(Base):
     __table_args__ = (
         CheckConstraint("sigma > 0 AND beta > 0 AND tau >= 0", name="positive_scales"),
         CheckConstraint("draw_probability >= 0 AND draw_probability < 1", name="draw_probability"),
+        CheckConstraint("leaderboard_bucket_width > 0", name="leaderboard_bucket_width"),
     )
 
 
@@ -81,9 +85,29 @@ class Rating(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
 
     __table_args__ = (
-        Index("ix_ratings_leaderboard", "mode", conservative.desc(), "player_id"),
+        Index(
+            "ix_ratings_leaderboard",
+            "mode",
+            conservative.desc(),
+            "player_id",
+            postgresql_include=["mu", "sigma", "matches"],
+        ),
         CheckConstraint("sigma > 0", name="positive_sigma"),
     )
+
+
+class LeaderboardDelta(Base):
+    """+n/-n eligible players in one bucket of `conservative`, written by a trigger on ratings
+    (migration 0003) and compacted to one row per bucket in the background."""
+
+    __tablename__ = "leaderboard_deltas"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"))
+    bucket: Mapped[int] = mapped_column(BigInteger)
+    delta: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("ix_leaderboard_deltas_bucket", "mode", "bucket", postgresql_include=["delta"]),)
 
 
 class Match(Base):

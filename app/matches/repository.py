@@ -14,12 +14,16 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.leaderboards.repository import SHARED_LOCK_SQL
+
 # Claims the match id and, only when it was free, creates the missing players and
 # ratings at the prior. Sorted ids: concurrent inserts of new players wait in one order.
-_CLAIM = text("""
-    WITH claimed AS (
+# The shared lock keeps whole-mode rewrites (app.leaderboards) out until commit, and
+# `conservative` always takes k from the modes row, never from a cache.
+_CLAIM = text(f"""
+    WITH guard AS (SELECT {SHARED_LOCK_SQL}), claimed AS (
         INSERT INTO matches (match_id, mode, played_at, body_hash, quality, response)
-        VALUES (:match_id, :mode, :played_at, :body_hash, 0, '{}'::jsonb)
+        SELECT :match_id, :mode, :played_at, :body_hash, 0, '{{}}'::jsonb FROM guard
         ON CONFLICT (match_id) DO NOTHING
         RETURNING id
     ), new_players AS (
@@ -28,8 +32,8 @@ _CLAIM = text("""
         ON CONFLICT DO NOTHING
     ), new_ratings AS (
         INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
-        SELECT unnest(CAST(:ids AS varchar[])), :mode, :mu, :sigma, :conservative
-        WHERE EXISTS (SELECT 1 FROM claimed)
+        SELECT unnest(CAST(:ids AS varchar[])), m.name, :mu, :sigma, :mu - m.conservative_k * :sigma
+        FROM modes m WHERE m.name = :mode AND EXISTS (SELECT 1 FROM claimed)
         ON CONFLICT DO NOTHING
     )
     SELECT id FROM claimed
@@ -48,7 +52,7 @@ _LOCK = text("""
 _APPLY = text("""
     WITH changed AS (
         UPDATE ratings AS r
-        SET mu = v.mu, sigma = v.sigma, conservative = v.conservative,
+        SET mu = v.mu, sigma = v.sigma, conservative = v.mu - m.conservative_k * v.sigma,
             matches = r.matches + 1, wins = r.wins + v.win, losses = r.losses + v.loss,
             draws = r.draws + v.draw,
             last_played_at = GREATEST(r.last_played_at, CAST(:played_at AS timestamptz)),
@@ -56,11 +60,10 @@ _APPLY = text("""
         FROM (
             SELECT unnest(CAST(:ids AS varchar[])) AS player_id, unnest(CAST(:mus AS float8[])) AS mu,
                    unnest(CAST(:sigmas AS float8[])) AS sigma,
-                   unnest(CAST(:conservatives AS float8[])) AS conservative,
                    unnest(CAST(:wins AS int[])) AS win, unnest(CAST(:losses AS int[])) AS loss,
                    unnest(CAST(:draws AS int[])) AS draw
-        ) AS v
-        WHERE r.mode = :mode AND r.player_id = v.player_id
+        ) AS v, modes AS m
+        WHERE r.mode = :mode AND r.player_id = v.player_id AND m.name = :mode
     ), participants AS (
         INSERT INTO match_players
             (match_pk, player_id, mode, team, rank, weight, coefficient,
@@ -97,7 +100,6 @@ class Outcome:
     sigma_before: float
     mu: float
     sigma: float
-    conservative: float
     win: int
     loss: int
     draw: int
@@ -109,7 +111,6 @@ class Prior:
 
     mu: float
     sigma: float
-    conservative: float
 
 
 async def claim(
@@ -133,7 +134,6 @@ async def claim(
         "ids": sorted(player_ids),
         "mu": prior.mu,
         "sigma": prior.sigma,
-        "conservative": prior.conservative,
     }
     row = (await session.execute(_CLAIM, params)).first()
     return None if row is None else int(row[0])
@@ -172,7 +172,6 @@ async def apply(
             "ids": [o.player_id for o in outcomes],
             "mus": [o.mu for o in outcomes],
             "sigmas": [o.sigma for o in outcomes],
-            "conservatives": [o.conservative for o in outcomes],
             "wins": [o.win for o in outcomes],
             "losses": [o.loss for o in outcomes],
             "draws": [o.draw for o in outcomes],

@@ -72,7 +72,7 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
     played_at = match.played_at or dt.datetime.now(dt.UTC)
     env, k = rules.env, rules.conservative_k
     ids = [p.id for team in match.teams for p in team.players]
-    prior = Prior(env.mu, env.sigma, env.mu - k * env.sigma)
+    prior = Prior(env.mu, env.sigma)
     match_pk = await repository.claim(session, match.match_id, match.mode, played_at, fingerprint, ids, prior)
     if match_pk is None:
         replayed = await _replayed(session, match.match_id, fingerprint)
@@ -104,7 +104,6 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
                     old.sigma,
                     new.mu,
                     new.sigma,
-                    new.mu - k * new.sigma,
                     win,
                     loss,
                     draw,

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Mode
 from app.errors import NotFound, ValidationFailed
+from app.leaderboards import repository as leaderboards
 from app.matchmaking.proposals import Relaxation
 from app.modes import repository
 from app.modes.schemas import QUEUE_DEFAULTS, SETTINGS_DEFAULTS, ModeUpdate
@@ -130,6 +131,19 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
         sigma = values.get("sigma", 25.0 / 3.0)
         values.setdefault("beta", sigma / 2.0)
         values.setdefault("tau", sigma / 100.0)
+        # Leaderboard count buckets: a few hundred across a typical spread of skills.
+        values["leaderboard_bucket_width"] = sigma / 64.0
+    rescore = current is not None and values.get("conservative_k", current.conservative_k) != current.conservative_k
+    recount = rescore or (
+        current is not None
+        and values.get("min_matches_for_leaderboard", current.min_matches_for_leaderboard)
+        != current.min_matches_for_leaderboard
+    )
+    if recount:
+        # Waits for the mode's in-flight rating writes; new ones wait for this commit.
+        await leaderboards.lock_mode(session, name)
     mode = await repository.upsert(session, name, values)
+    if recount:
+        await leaderboards.recount(session, name, rescore=rescore)
     _cache.pop(name, None)
     return mode

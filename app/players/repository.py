@@ -7,6 +7,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.leaderboards.repository import SHARED_LOCK_SQL
+
 _RATINGS = text("""
     SELECT r.mode, r.mu, r.sigma, m.conservative_k, r.matches, r.wins, r.losses, r.draws, r.last_played_at
     FROM ratings r JOIN modes m ON m.name = r.mode
@@ -29,12 +31,13 @@ _HISTORY = text("""
     LIMIT :limit
 """)
 
-_SET = text("""
-    WITH player AS (INSERT INTO players (id) VALUES (CAST(:player_id AS varchar)) ON CONFLICT DO NOTHING)
+_SET = text(f"""
+    WITH guard AS (SELECT {SHARED_LOCK_SQL}),
+    player AS (INSERT INTO players (id) VALUES (CAST(:player_id AS varchar)) ON CONFLICT DO NOTHING)
     INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
     SELECT CAST(:player_id AS varchar), m.name, CAST(:mu AS float8), CAST(:sigma AS float8),
            CAST(:mu AS float8) - m.conservative_k * CAST(:sigma AS float8)
-    FROM modes m WHERE m.name = CAST(:mode AS varchar)
+    FROM modes m, guard WHERE m.name = CAST(:mode AS varchar)
     ON CONFLICT (player_id, mode) DO UPDATE
     SET mu = excluded.mu, sigma = excluded.sigma, conservative = excluded.conservative, updated_at = now()
 """)

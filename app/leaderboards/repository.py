@@ -1,0 +1,209 @@
+"""SQL for leaderboards: keyset pages, exact ranks, and the per-bucket counts behind them.
+
+Ranks read `leaderboard_deltas`, a histogram of eligible players per bucket of
+`conservative` that a trigger on ratings keeps in the writing transaction (migration
+0003). Everything one answer needs is read by one statement, so it is one snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+# pg_advisory_xact_lock key space for "the ratings of one mode". Writers of single
+# ratings hold it shared; rewrites of a whole mode (new k, new minimum, replay) hold it
+# exclusively, so no writer's trigger counts with the old rules while they recount.
+LOCK_CLASS = 7240
+
+SHARED_LOCK_SQL = f"pg_advisory_xact_lock_shared({LOCK_CLASS}, hashtext(CAST(:mode AS varchar)))"
+
+_MODE = text("""
+    SELECT min_matches_for_leaderboard AS min_matches, conservative_k AS k
+    FROM modes WHERE name = :mode
+""")
+
+_FIRST_PAGE = text("""
+    SELECT player_id, mu, sigma, conservative, matches FROM ratings
+    WHERE mode = :mode AND matches >= :min_matches
+    ORDER BY conservative DESC, player_id
+    LIMIT :limit
+""")
+
+_NEXT_PAGE = text("""
+    SELECT player_id, mu, sigma, conservative, matches FROM ratings
+    WHERE mode = :mode AND matches >= :min_matches
+      AND conservative <= :after_c AND (conservative < :after_c OR player_id > :after_id)
+    ORDER BY conservative DESC, player_id
+    LIMIT :limit
+""")
+
+# The player's row, their rank (1 + eligible players ahead: the buckets ahead from the
+# counts, the rest of their own bucket from the index), the total, and `around`
+# neighbours on each side, all from one snapshot.
+_STANDING = text("""
+    WITH mo AS (
+        SELECT min_matches_for_leaderboard AS min_matches, leaderboard_bucket_width AS w
+        FROM modes WHERE name = :mode
+    ), me AS (
+        SELECT r.player_id, r.mu, r.sigma, r.conservative AS c, r.matches,
+               leaderboard_bucket(r.conservative, mo.w) AS b,
+               -- Above every value of the bucket, by a margin far wider than rounding.
+               CASE WHEN abs(leaderboard_bucket(r.conservative, mo.w)) < 1e9
+                    THEN (leaderboard_bucket(r.conservative, mo.w) + 1.001) * mo.w
+                    ELSE 'infinity'::float8 END AS top
+        FROM ratings r, mo
+        WHERE r.mode = :mode AND r.player_id = :player_id
+    ), ahead AS (
+        SELECT (SELECT coalesce(sum(d.delta), 0) FROM leaderboard_deltas d
+                WHERE d.mode = :mode AND d.bucket > me.b)
+             + (SELECT count(*) FROM ratings r, mo
+                WHERE r.mode = :mode AND r.conservative >= me.c AND r.conservative < me.top
+                  AND leaderboard_bucket(r.conservative, mo.w) = me.b
+                  AND r.matches >= mo.min_matches
+                  AND (r.conservative > me.c OR r.player_id < me.player_id)) AS n,
+               (SELECT coalesce(sum(d.delta), 0) FROM leaderboard_deltas d WHERE d.mode = :mode) AS total
+        FROM me
+    )
+    SELECT 0 AS side, me.player_id, me.mu, me.sigma, me.c AS conservative, me.matches,
+           ahead.n AS ahead, ahead.total, mo.min_matches
+    FROM me, ahead, mo
+    UNION ALL
+    SELECT -1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0
+    FROM me, mo, LATERAL (
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches FROM ratings r
+        WHERE r.mode = :mode AND r.conservative >= me.c AND r.matches >= mo.min_matches
+          AND (r.conservative > me.c OR r.player_id < me.player_id)
+        ORDER BY r.conservative, r.player_id DESC
+        LIMIT :around
+    ) AS n
+    UNION ALL
+    SELECT 1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0
+    FROM me, mo, LATERAL (
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches FROM ratings r
+        WHERE r.mode = :mode AND r.conservative <= me.c AND r.matches >= mo.min_matches
+          AND (r.conservative < me.c OR r.player_id > me.player_id)
+        ORDER BY r.conservative DESC, r.player_id
+        LIMIT :around
+    ) AS n
+""")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    player_id: str
+    mu: float
+    sigma: float
+    conservative: float
+    matches: int
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    me: Row
+    ahead: int
+    total: int
+    min_matches: int
+    above: list[Row]  # nearest first
+    below: list[Row]  # nearest first
+
+
+async def mode_rules(session: AsyncSession, mode: str) -> tuple[int, float] | None:
+    """(min_matches_for_leaderboard, conservative_k), or None for an unknown mode."""
+    row = (await session.execute(_MODE, {"mode": mode})).first()
+    return None if row is None else (int(row.min_matches), float(row.k))
+
+
+async def page(
+    session: AsyncSession, mode: str, min_matches: int, after: tuple[float, str] | None, limit: int
+) -> list[Row]:
+    params: dict[str, Any] = {"mode": mode, "min_matches": min_matches, "limit": limit}
+    if after is None:
+        rows = (await session.execute(_FIRST_PAGE, params)).all()
+    else:
+        params |= {"after_c": after[0], "after_id": after[1]}
+        rows = (await session.execute(_NEXT_PAGE, params)).all()
+    return [Row(*row) for row in rows]
+
+
+async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> Standing | None:
+    """The player's rank and neighbours; None when the player has no rating in the mode."""
+    rows = (await session.execute(_STANDING, {"mode": mode, "player_id": player_id, "around": around})).all()
+    mine = [r for r in rows if r.side == 0]
+    if not mine:
+        return None
+    me = mine[0]
+    return Standing(
+        me=Row(me.player_id, me.mu, me.sigma, me.conservative, me.matches),
+        ahead=int(me.ahead),
+        total=int(me.total),
+        min_matches=int(me.min_matches),
+        above=[Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches) for r in rows if r.side == -1],
+        below=[Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches) for r in rows if r.side == 1],
+    )
+
+
+_LOCK_EXCLUSIVE = text(f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, hashtext(CAST(:mode AS varchar)))")
+_BULK = text("SELECT set_config('app.leaderboard_bulk', :on, true)")
+_RESCORE = text("""
+    UPDATE ratings r SET conservative = r.mu - m.conservative_k * r.sigma
+    FROM modes m WHERE m.name = :mode AND r.mode = :mode
+      AND r.conservative IS DISTINCT FROM r.mu - m.conservative_k * r.sigma
+""")
+_RECOUNT = text("""
+    WITH gone AS (DELETE FROM leaderboard_deltas WHERE mode = :mode)
+    INSERT INTO leaderboard_deltas (mode, bucket, delta)
+    SELECT r.mode, leaderboard_bucket(r.conservative, m.leaderboard_bucket_width), count(*)
+    FROM ratings r JOIN modes m ON m.name = r.mode
+    WHERE r.mode = :mode AND r.matches >= m.min_matches_for_leaderboard
+    GROUP BY 1, 2
+""")
+
+
+async def lock_mode(session: AsyncSession, mode: str) -> None:
+    """Wait for every transaction writing the mode's ratings, and keep new ones out until commit."""
+    await session.execute(_LOCK_EXCLUSIVE, {"mode": mode})
+
+
+async def bulk(session: AsyncSession, on: bool) -> None:
+    """Stop (or resume) the per-statement counting, for a rewrite that recounts after."""
+    await session.execute(_BULK, {"on": "on" if on else "off"})
+
+
+async def recount(session: AsyncSession, mode: str, rescore: bool = False) -> None:
+    """Rebuild the mode's counts from its ratings (and `conservative` from its k when asked).
+
+    The caller holds lock_mode, so no writer counts concurrently."""
+    await bulk(session, True)
+    if rescore:
+        await session.execute(_RESCORE, {"mode": mode})
+    await session.execute(_RECOUNT, {"mode": mode})
+    await bulk(session, False)
+
+
+_BLOATED = text("""
+    SELECT mode FROM leaderboard_deltas GROUP BY mode
+    HAVING count(*) > 2 * count(DISTINCT bucket) + 64
+""")
+_TRY_LOCK = text(f"SELECT pg_try_advisory_xact_lock({LOCK_CLASS} + 1, hashtext(CAST(:mode AS varchar)))")
+# Deltas committed so far fold into one row per bucket. Deltas of transactions still
+# in flight are not visible to the DELETE and stay as they are: the sums never change.
+_COMPACT = text("""
+    WITH gone AS (DELETE FROM leaderboard_deltas WHERE mode = :mode RETURNING bucket, delta)
+    INSERT INTO leaderboard_deltas (mode, bucket, delta)
+    SELECT :mode, bucket, sum(delta) FROM gone GROUP BY bucket HAVING sum(delta) <> 0
+""")
+
+
+async def modes_to_compact(session: AsyncSession) -> list[str]:
+    return [row[0] for row in (await session.execute(_BLOATED)).all()]
+
+
+async def compact(session: AsyncSession, mode: str) -> bool:
+    """Fold the mode's deltas; False when another process is already at it."""
+    if not (await session.execute(_TRY_LOCK, {"mode": mode})).scalar_one():
+        return False
+    await session.execute(_COMPACT, {"mode": mode})
+    return True

@@ -1,0 +1,82 @@
+"""Leaderboards: pages by mu − k·sigma and a player's exact rank with neighbours."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import NotFound, ValidationFailed
+from app.leaderboards import repository
+from app.leaderboards.repository import Row
+from app.leaderboards.schemas import Entry, LeaderboardPage, Standing
+from app.matches.schemas import RatingOut
+
+
+def _entry(rank: int, row: Row) -> Entry:
+    return Entry(
+        rank=rank,
+        player_id=row.player_id,
+        rating=RatingOut(mu=row.mu, sigma=row.sigma, conservative=row.conservative),
+        matches=row.matches,
+    )
+
+
+def _encode(row: Row, rank: int) -> str:
+    raw = json.dumps([row.conservative, row.player_id, rank], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode(cursor: str) -> tuple[float, str, int]:
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        conservative, player_id, rank = raw
+        if not (isinstance(conservative, float | int) and isinstance(player_id, str) and type(rank) is int):
+            raise ValueError
+        return float(conservative), player_id, rank
+    except (ValueError, TypeError, UnicodeDecodeError):
+        raise ValidationFailed(
+            "cursor is not one this service issued",
+            errors=[{"loc": ["query", "cursor"], "msg": "invalid cursor"}],
+        ) from None
+
+
+async def _rules(session: AsyncSession, mode: str) -> tuple[int, float]:
+    rules = await repository.mode_rules(session, mode)
+    if rules is None:
+        raise NotFound(f"no mode {mode!r}")
+    return rules
+
+
+async def leaderboard(session: AsyncSession, mode: str, limit: int, cursor: str | None) -> LeaderboardPage:
+    min_matches, _ = await _rules(session, mode)
+    after = None if cursor is None else _decode(cursor)
+    rows = await repository.page(session, mode, min_matches, after and (after[0], after[1]), limit + 1)
+    first = 1 if after is None else after[2] + 1
+    page = rows[:limit]
+    entries = [_entry(first + i, row) for i, row in enumerate(page)]
+    more = len(rows) > limit
+    return LeaderboardPage(entries=entries, next_cursor=_encode(page[-1], entries[-1].rank) if more else None)
+
+
+async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> Standing:
+    await _rules(session, mode)
+    found = await repository.standing(session, mode, player_id, around)
+    if found is None:
+        raise NotFound(f"player {player_id!r} has no rating in mode {mode!r}")
+    if found.me.matches < found.min_matches:
+        raise NotFound(
+            f"player {player_id!r} is not on the leaderboard of {mode!r}: "
+            f"{found.me.matches} matches of the {found.min_matches} it needs"
+        )
+    rank = found.ahead + 1
+    entries = [_entry(rank - 1 - i, row) for i, row in enumerate(found.above)][::-1]
+    entries.append(_entry(rank, found.me))
+    entries += [_entry(rank + 1 + i, row) for i, row in enumerate(found.below)]
+    return Standing(
+        rank=rank,
+        total=found.total,
+        percentile=100.0 * (found.total - rank) / found.total,
+        entries=entries,
+    )

@@ -1,0 +1,184 @@
+"""Leaderboard reads at a million players, through the API, beside the plain count.
+
+    python bench/leaderboard.py [--players 1000000] [--reads 2000]
+
+1. Starts the service the way `make run` does (`python -m app serve`, embedded
+   PostgreSQL and Redis under a temp DATA_DIR).
+2. Seeds PLAYERS rated players in one mode (random mu, sigma and match counts).
+3. Times, over keep-alive HTTP: the top-100 page, a random player's rank with 5
+   neighbours, and a page deep in the board (keyset cursor).
+4. Baseline, same database: the rank as a plain `count(*)` of the rows ahead in the
+   leaderboard index, the query the per-bucket counts replace.
+5. Checks that a rank read right after a match reflects it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/queue.py would shadow the standard library's queue module, which psycopg imports.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import argparse
+import os
+import random
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "bench-admin-key-" + secrets.token_hex(8)
+MODE = "bench-lb"
+
+
+def wait_ready(base: str, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("the service exited during start-up")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit("the service did not become ready")
+
+
+def seed(url: str, players: int) -> float:
+    started = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO players (id) SELECT 'L' || g FROM generate_series(1, %s) g ON CONFLICT DO NOTHING",
+            (players,),
+        )
+        # One statement: the trigger counts the million rows in one grouped insert.
+        conn.execute(
+            """
+            INSERT INTO ratings (player_id, mode, mu, sigma, conservative, matches)
+            SELECT id, %(mode)s, mu, sigma, mu - 3 * sigma, matches FROM (
+                SELECT 'L' || g AS id, 25 + 8 * (random() + random() + random() - 1.5) AS mu,
+                       0.8 + 7.5 * random() AS sigma, (random() * 200)::int AS matches
+                FROM generate_series(1, %(players)s) g
+            ) AS s
+            """,
+            {"mode": MODE, "players": players},
+        )
+        conn.execute("VACUUM ANALYZE ratings")
+        conn.execute("VACUUM ANALYZE leaderboard_deltas")
+    return time.perf_counter() - started
+
+
+def timed(http: httpx.Client, paths: list[str]) -> list[float]:
+    out = []
+    for path in paths:
+        started = time.perf_counter()
+        response = http.get(path)
+        out.append((time.perf_counter() - started) * 1000)
+        if response.status_code != 200:
+            raise SystemExit(f"GET {path}: {response.status_code} {response.text}")
+    return out
+
+
+def plain_count_ms(url: str, ids: list[str]) -> list[float]:
+    """The rank as a count over the leaderboard index: what a rank costs without buckets."""
+    out = []
+    with psycopg.connect(url) as conn:
+        for player in ids:
+            started = time.perf_counter()
+            conn.execute(
+                """
+                SELECT count(*) FROM ratings r, (SELECT conservative AS c FROM ratings
+                                                 WHERE mode = %(m)s AND player_id = %(p)s) me
+                WHERE r.mode = %(m)s AND r.conservative >= me.c
+                  AND (r.conservative > me.c OR r.player_id < %(p)s)
+                """,
+                {"m": MODE, "p": player},
+            ).fetchone()
+            out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def summary(label: str, samples: list[float], goal: str) -> str:
+    ordered = sorted(samples)
+    p99 = ordered[int(len(ordered) * 0.99)]
+    return f"| {label} | {statistics.median(ordered):.2f} | {p99:.2f} | {goal} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--players", type=int, default=1_000_000)
+    parser.add_argument("--reads", type=int, default=2000)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-leaderboard-"))
+    os.chmod(workdir, 0o755)
+    data_dir = workdir / "data"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "DATA_DIR": str(data_dir), "PORT": str(port), "ADMIN_API_KEY": KEY}
+    env |= {"LOG_LEVEL": "WARNING"}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    service = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
+    )
+    base = f"http://127.0.0.1:{port}"
+    rng = random.Random(1)
+    try:
+        wait_ready(base, service)
+        url = f"postgresql://postgres@/skillservice?host={data_dir.resolve() / 'postgres'}"
+        headers = {"Authorization": f"Bearer {KEY}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+            http.put(f"/v1/modes/{MODE}", json={}).raise_for_status()
+            seconds = seed(url, args.players)
+            ids = [f"L{rng.randint(1, args.players)}" for _ in range(args.reads)]
+            timed(http, [f"/v1/leaderboards/{MODE}?limit=100"] * 50)  # warm-up
+            top = timed(http, [f"/v1/leaderboards/{MODE}?limit=100"] * args.reads)
+            ranks = timed(http, [f"/v1/leaderboards/{MODE}/players/{p}?around=5" for p in ids])
+            middle = http.get(f"/v1/leaderboards/{MODE}/players/L{args.players // 2}?around=0").json()
+            cursor = http.get(f"/v1/leaderboards/{MODE}?limit=100").json()["next_cursor"]
+            deep = timed(http, [f"/v1/leaderboards/{MODE}?limit=100&cursor={cursor}"] * args.reads)
+            plain = plain_count_ms(url, ids[: max(50, args.reads // 10)])
+
+            # A rank read right after a match reflects it.
+            loser, winner = sorted(ids[:2], key=lambda p: http.get(f"/v1/leaderboards/{MODE}/players/{p}").json()["rank"])
+            before = http.get(f"/v1/leaderboards/{MODE}/players/{winner}").json()["rank"]
+            match = {
+                "match_id": "bench-lb-upset",
+                "mode": MODE,
+                "teams": [{"players": [{"id": winner}], "rank": 1}, {"players": [{"id": loser}], "rank": 2}],
+            }
+            http.post("/v1/matches", json=match).raise_for_status()
+            after = http.get(f"/v1/leaderboards/{MODE}/players/{winner}").json()["rank"]
+    finally:
+        service.send_signal(signal.SIGINT)
+        try:
+            service.wait(30)
+        except subprocess.TimeoutExpired:
+            service.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    print(f"{args.players:,} rated players in one mode, embedded PostgreSQL, seeded in {seconds:.1f} s; ")
+    print(f"{args.reads} sequential keep-alive requests each (1 uvicorn worker)\n")
+    print("| read | p50 ms | p99 ms | goal |")
+    print("|---|---|---|---|")
+    print(summary("GET top-100 page", top, "p50 <= 10 ms"))
+    print(summary("GET a random player's rank, 5 neighbours", ranks, "p50 <= 10 ms"))
+    print(summary("GET the second page of 100 (keyset cursor)", deep, "-"))
+    print(summary("baseline: rank as count(*) over the index (SQL only)", plain, "-"))
+    print(f"\nmiddle player's rank {middle['rank']:,} of {middle['total']:,}")
+    print(f"rank right after an upset win: {before:,} -> {after:,} ({'reflected' if after < before else 'NOT reflected'})")
+
+
+if __name__ == "__main__":
+    main()
