@@ -1,19 +1,24 @@
-"""Work the service does beside requests, in the same process: folding leaderboard counts.
+"""Work the service does beside requests, in the same process: history jobs and folding
+leaderboard counts.
 
-Every instance runs the loop; advisory locks make concurrent instances skip work
-another is already doing, so the loop needs no leader.
+Every instance runs these loops. Jobs are claimed with SKIP LOCKED and folding takes an
+advisory lock, so instances never do the same work twice and no leader is needed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.jobs import service as jobs
 from app.leaderboards import repository as leaderboards
 
 log = logging.getLogger(__name__)
+
+JOB_POLL_S = 0.5
 
 
 async def compact_leaderboards(sessions: async_sessionmaker[AsyncSession]) -> int:
@@ -27,13 +32,26 @@ async def compact_leaderboards(sessions: async_sessionmaker[AsyncSession]) -> in
     return done
 
 
-async def maintain(sessions: async_sessionmaker[AsyncSession], every_s: float) -> None:
-    """Run until cancelled. A failed round (database away, say) is logged and retried."""
+async def run_jobs(sessions: async_sessionmaker[AsyncSession]) -> None:
+    while await jobs.run_next(sessions):
+        pass
+
+
+async def _every(seconds: float, work: Callable[[], Awaitable[object]], name: str) -> None:
+    """Run `work` every `seconds` until cancelled; a failed round (database away, say) is
+    logged and the next one tries again."""
     while True:
-        await asyncio.sleep(every_s)
+        await asyncio.sleep(seconds)
         try:
-            await compact_leaderboards(sessions)
+            await work()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # the next round tries again
-            log.warning("background maintenance failed: %s", exc)
+        except Exception as exc:
+            log.warning("background %s failed: %s", name, exc)
+
+
+async def maintain(sessions: async_sessionmaker[AsyncSession], every_s: float) -> None:
+    await asyncio.gather(
+        _every(every_s, lambda: compact_leaderboards(sessions), "leaderboard folding"),
+        _every(min(JOB_POLL_S, every_s), lambda: run_jobs(sessions), "job runner"),
+    )

@@ -151,7 +151,9 @@ def main() -> None:
             plain = plain_count_ms(url, ids[: max(50, args.reads // 10)])
 
             # A rank read right after a match reflects it.
-            loser, winner = sorted(ids[:2], key=lambda p: http.get(f"/v1/leaderboards/{MODE}/players/{p}").json()["rank"])
+            loser, winner = sorted(
+                ids[:2], key=lambda p: http.get(f"/v1/leaderboards/{MODE}/players/{p}").json()["rank"]
+            )
             before = http.get(f"/v1/leaderboards/{MODE}/players/{winner}").json()["rank"]
             match = {
                 "match_id": "bench-lb-upset",
@@ -177,7 +179,8 @@ def main() -> None:
     print(summary("GET the second page of 100 (keyset cursor)", deep, "-"))
     print(summary("baseline: rank as count(*) over the index (SQL only)", plain, "-"))
     print(f"\nmiddle player's rank {middle['rank']:,} of {middle['total']:,}")
-    print(f"rank right after an upset win: {before:,} -> {after:,} ({'reflected' if after < before else 'NOT reflected'})")
+    seen = "reflected" if after < before else "NOT reflected"
+    print(f"rank right after an upset win: {before:,} -> {after:,} ({seen})")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from app import pagination
 from app.api.deps import AdminKey, ReadKey, SessionDep
 from app.ids import Identifier
 from app.players import service
-from app.players.schemas import PlayerMatches, PlayerOut, RatingSet
+from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut, RatingSet
 
 router = APIRouter(prefix="/v1/players", tags=["players"])
 
@@ -32,6 +32,18 @@ async def get_player_matches(
 ) -> PlayerMatches:
     """The player's matches, most recently recorded first, with before/after ratings."""
     return await service.player_matches(session, player_id, mode, limit, cursor)
+
+
+@router.get("/{player_id}/learning-curve", operation_id="get_learning_curve", response_model=LearningCurve)
+async def get_learning_curve(
+    player_id: Identifier,
+    session: SessionDep,
+    _: ReadKey,
+    mode: Annotated[Identifier, Query()] = "default",
+) -> LearningCurve:
+    """The player's online ratings after each match, and the smoothed TrueSkill Through
+    Time curve from the mode's last smooth job (null before one has run)."""
+    return await service.learning_curve(session, player_id, mode)
 
 
 @router.put("/{player_id}/ratings/{mode}", operation_id="put_player_rating", response_model=PlayerOut)

@@ -183,4 +183,32 @@ class Job(Base):
     started_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
 
-    __table_args__ = (CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name="status"),)
+    __table_args__ = (
+        CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name="status"),
+        Index("ix_jobs_status", "status", "created_at"),
+    )
+
+
+class LearningCurve(Base):
+    """A player's TrueSkill Through Time posterior at each day played, from a smooth job."""
+
+    __tablename__ = "learning_curves"
+
+    mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"), primary_key=True)
+    player_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    job_id: Mapped[str] = mapped_column(String(36))
+    days: Mapped[list[float]] = mapped_column(ARRAY(Double))
+    mu: Mapped[list[float]] = mapped_column(ARRAY(Double))
+    sigma: Mapped[list[float]] = mapped_column(ARRAY(Double))
+
+
+class RatingSeed(Base):
+    """A rating an admin set (migrations from other systems): a replay starts the player there."""
+
+    __tablename__ = "rating_seeds"
+
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"), primary_key=True)
+    mu: Mapped[float] = mapped_column(Double)
+    sigma: Mapped[float] = mapped_column(Double)
+    set_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())

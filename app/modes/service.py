@@ -133,7 +133,9 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
         values.setdefault("tau", sigma / 100.0)
         # Leaderboard count buckets: a few hundred across a typical spread of skills.
         values["leaderboard_bucket_width"] = sigma / 64.0
-    rescore = current is not None and values.get("conservative_k", current.conservative_k) != current.conservative_k
+    rescore = (
+        current is not None and values.get("conservative_k", current.conservative_k) != current.conservative_k
+    )
     recount = rescore or (
         current is not None
         and values.get("min_matches_for_leaderboard", current.min_matches_for_leaderboard)

@@ -31,9 +31,16 @@ _HISTORY = text("""
     LIMIT :limit
 """)
 
+# The override is also kept as the player's seed: a replay starts the player there.
 _SET = text(f"""
     WITH guard AS (SELECT {SHARED_LOCK_SQL}),
-    player AS (INSERT INTO players (id) VALUES (CAST(:player_id AS varchar)) ON CONFLICT DO NOTHING)
+    player AS (INSERT INTO players (id) VALUES (CAST(:player_id AS varchar)) ON CONFLICT DO NOTHING),
+    seed AS (
+        INSERT INTO rating_seeds (player_id, mode, mu, sigma)
+        SELECT CAST(:player_id AS varchar), m.name, CAST(:mu AS float8), CAST(:sigma AS float8)
+        FROM modes m WHERE m.name = CAST(:mode AS varchar)
+        ON CONFLICT (player_id, mode) DO UPDATE SET mu = excluded.mu, sigma = excluded.sigma, set_at = now()
+    )
     INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
     SELECT CAST(:player_id AS varchar), m.name, CAST(:mu AS float8), CAST(:sigma AS float8),
            CAST(:mu AS float8) - m.conservative_k * CAST(:sigma AS float8)
@@ -77,3 +84,23 @@ async def current_ratings(
     """Current (mu, sigma) of the given players in a mode; players without one are absent."""
     rows = (await session.execute(_CURRENT, {"mode": mode, "ids": player_ids})).all()
     return {row[0]: (row[1], row[2]) for row in rows}
+
+
+_ONLINE = text("""
+    SELECT m.played_at, mp.mu_after, mp.sigma_after
+    FROM match_players mp JOIN matches m ON m.id = mp.match_pk
+    WHERE mp.player_id = :player_id AND mp.mode = :mode AND NOT m.void
+    ORDER BY m.played_at, m.id
+""")
+_SMOOTHED = text("""
+    SELECT days, mu, sigma, job_id FROM learning_curves WHERE mode = :mode AND player_id = :player_id
+""")
+
+
+async def online_curve(session: AsyncSession, player_id: str, mode: str) -> list[Any]:
+    """The rating after each of the player's non-void matches, by played_at."""
+    return list((await session.execute(_ONLINE, {"player_id": player_id, "mode": mode})).all())
+
+
+async def smoothed_curve(session: AsyncSession, player_id: str, mode: str) -> Any:
+    return (await session.execute(_SMOOTHED, {"player_id": player_id, "mode": mode})).first()

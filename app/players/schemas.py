@@ -48,3 +48,20 @@ class RatingSet(BaseModel):
 
     mu: float = Field(ge=-1e15, le=1e15, allow_inf_nan=False)
     sigma: float = Field(ge=1e-12, le=1e15, allow_inf_nan=False)
+
+
+class CurvePoint(BaseModel):
+    t: dt.datetime = Field(description="online: when the match was played; smoothed: the UTC day (00:00)")
+    mu: float
+    sigma: float
+
+
+class LearningCurve(BaseModel):
+    player_id: str
+    mode: str
+    online: list[CurvePoint] = Field(description="the rating after each non-void match, by played_at")
+    smoothed: list[CurvePoint] | None = Field(
+        description="TrueSkill Through Time posteriors per day played, from the mode's last smooth job; "
+        "null before the first"
+    )
+    smoothed_by_job: str | None

@@ -6,10 +6,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import pagination
 from app.errors import NotFound
+from app.jobs.smooth import at_day
 from app.matches.schemas import RatingOut
 from app.modes import service as modes
 from app.players import repository
-from app.players.schemas import ModeRating, PlayerMatch, PlayerMatches, PlayerOut, RatingSet
+from app.players.schemas import (
+    CurvePoint,
+    LearningCurve,
+    ModeRating,
+    PlayerMatch,
+    PlayerMatches,
+    PlayerOut,
+    RatingSet,
+)
 
 
 def _rating(mu: float, sigma: float, k: float) -> RatingOut:
@@ -67,3 +76,27 @@ async def set_rating(session: AsyncSession, player_id: str, mode: str, body: Rat
     await modes.get_mode(session, mode)  # 404 for an unknown mode
     await repository.set_rating(session, player_id, mode, body.mu, body.sigma)
     return await get_player(session, player_id)
+
+
+async def learning_curve(session: AsyncSession, player_id: str, mode: str) -> LearningCurve:
+    await modes.get_mode(session, mode)  # 404 for an unknown mode
+    if not await repository.exists(session, player_id):
+        raise NotFound(f"no player {player_id!r}")
+    online = [
+        CurvePoint(t=r.played_at, mu=r.mu_after, sigma=r.sigma_after)
+        for r in await repository.online_curve(session, player_id, mode)
+    ]
+    row = await repository.smoothed_curve(session, player_id, mode)
+    smoothed = None
+    if row is not None:
+        smoothed = [
+            CurvePoint(t=at_day(d), mu=mu, sigma=sigma)
+            for d, mu, sigma in zip(row.days, row.mu, row.sigma, strict=True)
+        ]
+    return LearningCurve(
+        player_id=player_id,
+        mode=mode,
+        online=online,
+        smoothed=smoothed,
+        smoothed_by_job=None if row is None else row.job_id,
+    )

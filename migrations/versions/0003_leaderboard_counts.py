@@ -77,9 +77,7 @@ def upgrade() -> None:
     # Fixed when the mode is created (prior sigma / 64): changing it means recounting.
     op.add_column(
         "modes",
-        sa.Column(
-            "leaderboard_bucket_width", sa.Double(), server_default=sa.text("0.13"), nullable=False
-        ),
+        sa.Column("leaderboard_bucket_width", sa.Double(), server_default=sa.text("0.13"), nullable=False),
     )
     op.execute("UPDATE modes SET leaderboard_bucket_width = sigma / 64")
     op.create_check_constraint("leaderboard_bucket_width", "modes", "leaderboard_bucket_width > 0")

@@ -32,7 +32,9 @@ async def play(api: AsyncClient, mode: str, rng: random.Random, players: list[st
         )
 
 
-async def expected(api: AsyncClient, mode: str, players: list[str], k: float = 3.0, least: int = 0) -> list[str]:
+async def expected(
+    api: AsyncClient, mode: str, players: list[str], k: float = 3.0, least: int = 0
+) -> list[str]:
     """Every eligible player, best first, from the players API and a sort in Python."""
     rows = []
     for player in players:
@@ -58,7 +60,9 @@ async def all_pages(client: httpx.AsyncClient, headers: Headers, mode: str, limi
 
 
 async def standing(client: httpx.AsyncClient, headers: Headers, mode: str, player: str, around: int = 5):  # type: ignore[no-untyped-def]
-    return await client.get(f"/v1/leaderboards/{mode}/players/{player}", params={"around": around}, headers=headers)
+    return await client.get(
+        f"/v1/leaderboards/{mode}/players/{player}", params={"around": around}, headers=headers
+    )
 
 
 async def check_all(
@@ -150,7 +154,9 @@ async def test_compaction_keeps_every_rank(
     players = [f"cp{i}" for i in range(14)]
     await play(api, mode, rng, players, 40)
     with psycopg.connect(database_url) as conn:
-        rows_before = conn.execute("SELECT count(*) FROM leaderboard_deltas WHERE mode = %s", (mode,)).fetchone()
+        rows_before = conn.execute(
+            "SELECT count(*) FROM leaderboard_deltas WHERE mode = %s", (mode,)
+        ).fetchone()
     resources = client._transport.app.state.resources  # type: ignore[attr-defined]
     async with resources.sessions() as session, session.begin():
         assert await repository.compact(session, mode)
@@ -173,7 +179,9 @@ async def test_unknown_mode_player_and_bad_cursor(
 ) -> None:
     assert (await client.get("/v1/leaderboards/no-such-mode", headers=admin_headers)).status_code == 404
     assert (await standing(client, admin_headers, mode, "nobody")).status_code == 404
-    bad = await client.get(f"/v1/leaderboards/{mode}", params={"cursor": "bm90IGEgY3Vyc29y"}, headers=admin_headers)
+    bad = await client.get(
+        f"/v1/leaderboards/{mode}", params={"cursor": "bm90IGEgY3Vyc29y"}, headers=admin_headers
+    )
     assert bad.status_code == 422
     assert bad.headers["content-type"].startswith("application/problem+json")
     assert (await client.get(f"/v1/leaderboards/{mode}")).status_code == 401

@@ -1,0 +1,192 @@
+"""Use cases for history jobs: queue one, read one, and run the next queued one."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.errors import NotFound
+from app.jobs import replay, repository, smooth
+from app.jobs.schemas import JobAccepted, JobIn, JobOut
+from app.leaderboards import repository as leaderboards
+from app.modes import service as modes
+
+Report = Callable[[float], Awaitable[None]]
+
+
+async def submit(session: AsyncSession, mode: str, job: JobIn) -> JobAccepted:
+    await modes.get_mode(session, mode)  # 404 for an unknown mode
+    job_id = str(uuid.uuid4())
+    await repository.create(session, job_id, mode, job.kind, job.model_dump(exclude={"kind"}))
+    return JobAccepted(job_id=job_id)
+
+
+async def get(session: AsyncSession, job_id: str) -> JobOut:
+    row = await repository.get(session, job_id)
+    if row is None:
+        raise NotFound(f"no job {job_id!r}")
+    return JobOut(
+        job_id=row.id,
+        mode=row.mode,
+        kind=row.kind,
+        status=row.status,
+        progress=row.progress,
+        params=row.params,
+        result=row.result,
+        error=row.error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+async def _in_thread(
+    work: Callable[[Callable[[float], None]], Any], report: Report, lo: float, hi: float
+) -> Any:
+    """Run CPU-bound `work(progress)` off the event loop, reporting its progress scaled to [lo, hi]."""
+    latest = [0.0]
+    task = asyncio.ensure_future(asyncio.to_thread(work, lambda value: latest.__setitem__(0, value)))
+    while not task.done():
+        await asyncio.wait({task}, timeout=0.5)
+        await report(lo + (hi - lo) * latest[0])
+    return task.result()
+
+
+async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, report: Report) -> dict[str, Any]:
+    started = time.perf_counter()
+    async with sessions() as session, session.begin():
+        await repository.unbounded(session)
+        rules = modes.rules_of(await modes.get_mode(session, mode))
+        history = await repository.matches(session, mode)
+        seeds = await repository.seeds(session, mode)
+        players = await repository.rated_players(session, mode)
+    read = time.perf_counter()
+    env, k = rules.env, rules.conservative_k
+    state = replay.start(env, players, seeds)
+    await _in_thread(
+        lambda progress: replay.rate(env, k, mode, history, state, seeds, progress), report, 0.1, 0.7
+    )
+    rated = time.perf_counter()
+    async with sessions() as session, session.begin():
+        await repository.unbounded(session)
+        await repository.stage_matches(session, state.participants, state.responses)
+        # From here on, no rating of the mode changes until the swap commits.
+        await leaderboards.lock_mode(session, mode)
+        done = {match.pk for match in history}
+        late_pks = [pk for pk in await repository.live_match_pks(session, mode) if pk not in done]
+        late: list[repository.Played] = []
+        if late_pks:
+            # Recorded while the replay ran: rated on top, in the order they were applied.
+            by_pk = {m.pk: m for m in await repository.matches(session, mode, only=late_pks)}
+            late = [by_pk[pk] for pk in late_pks]
+            tail = replay.Replayed(state.players)
+            replay.rate(env, k, mode, late, tail, seeds)
+            await repository.stage_matches(session, tail.participants, tail.responses)
+            state.skipped += tail.skipped
+        await repository.stage_ratings(session, replay.new_ratings(state))
+        await report(0.8)
+        await repository.swap_replay(session, mode)
+    finished = time.perf_counter()
+    return {
+        "matches": len(history) + len(late),
+        "recorded_during_replay": len(late),
+        "players": len(state.players),
+        "skipped": state.skipped[:100],
+        "seconds": {
+            "read": round(read - started, 3),
+            "rate": round(rated - read, 3),
+            "write": round(finished - rated, 3),
+        },
+    }
+
+
+async def run_smooth(
+    sessions: async_sessionmaker[AsyncSession],
+    mode: str,
+    job_id: str,
+    options: dict[str, Any],
+    report: Report,
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    async with sessions() as session, session.begin():
+        await repository.unbounded(session)
+        row = await modes.get_mode(session, mode)
+        history = await repository.matches(session, mode)
+        seeds = await repository.seeds(session, mode)
+    params = smooth.Params(
+        mu=row.mu,
+        sigma=options.get("sigma") or row.sigma,
+        beta=row.beta,
+        gamma=row.tau if options.get("gamma") is None else options["gamma"],
+        p_draw=row.draw_probability,
+        iterations=int(options.get("iterations", 10)),
+        epsilon=float(options.get("epsilon", 1e-6)),
+    )
+    read = time.perf_counter()
+    result = await _in_thread(
+        lambda progress: smooth.smooth(history, seeds, params, progress), report, 0.05, 0.9
+    )
+    fitted = time.perf_counter()
+    async with sessions() as session, session.begin():
+        await repository.unbounded(session)
+        await repository.replace_curves(session, mode, job_id, result.curves)
+    return {
+        "matches": len(history),
+        "players": len(result.curves),
+        "iterations": result.iterations,
+        "last_step": result.last_step,
+        "log_evidence": result.log_evidence,
+        "parameters": {
+            "mu": params.mu,
+            "sigma": params.sigma,
+            "beta": params.beta,
+            "gamma": params.gamma,
+            "p_draw": params.p_draw,
+        },
+        "seconds": {
+            "read": round(read - started, 3),
+            "smooth": round(fitted - read, 3),
+            "write": round(time.perf_counter() - fitted, 3),
+        },
+    }
+
+
+async def run(
+    sessions: async_sessionmaker[AsyncSession], job_id: str, mode: str, kind: str, params: dict[str, Any]
+) -> None:
+    """Run one claimed job to done or failed; progress is committed as it goes."""
+
+    async def report(value: float) -> None:
+        async with sessions() as session, session.begin():
+            await repository.progress(session, job_id, round(min(max(value, 0.0), 1.0), 4))
+
+    try:
+        if kind == "replay":
+            result = await run_replay(sessions, mode, report)
+        else:
+            result = await run_smooth(sessions, mode, job_id, params, report)
+    except asyncio.CancelledError:
+        async with sessions() as session, session.begin():
+            await repository.failed(session, job_id, "the service stopped while the job ran; submit it again")
+        raise
+    except Exception as exc:
+        async with sessions() as session, session.begin():
+            await repository.failed(session, job_id, f"{type(exc).__name__}: {exc}")
+        return
+    async with sessions() as session, session.begin():
+        await repository.done(session, job_id, result)
+
+
+async def run_next(sessions: async_sessionmaker[AsyncSession]) -> bool:
+    """Claim and run the oldest queued job; False when there was none."""
+    async with sessions() as session, session.begin():
+        claimed = await repository.claim(session)
+    if claimed is None:
+        return False
+    await run(sessions, claimed.id, claimed.mode, claimed.kind, claimed.params)
+    return True
