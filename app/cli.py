@@ -1,4 +1,5 @@
-"""Command line: `python -m app serve | migrate | keys create | openapi`."""
+"""Command line: `python -m app serve | migrate | keys create | openapi | import | replay | smooth`
+and the evaluation commands."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from app.evaluation.commands import (
     run_fit_history,
     run_tournaments,
 )
+from app.imports import commands as history_commands
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
 
 
@@ -162,6 +164,17 @@ async def _create_key(settings: Settings, database_url: str, name: str, scopes: 
         await engine.dispose()
 
 
+def history(settings: Settings, args: argparse.Namespace) -> int:
+    from app.imports import commands as history_commands
+
+    embedded = EmbeddedServers(settings.data_dir)
+    try:
+        database_url, _ = prepare(settings, embedded)
+        return history_commands.run(args, settings, database_url)
+    finally:
+        embedded.stop()
+
+
 def openapi_document() -> str:
     from app.main import create_app
 
@@ -182,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_tournaments_parser(commands)
     add_fit_history_parser(commands)
+    history_commands.add_parsers(commands)
     args = parser.parse_args(argv)
     try:
         if args.command == "evaluate-tournaments":
@@ -200,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             migrate(settings)
         elif args.command == "keys":
             create_key(settings, args.name, args.scopes)
+        elif args.command in ("import", "replay", "smooth"):
+            return history(settings, args)
     except Abort as exc:
         print(str(exc), file=sys.stderr)
         return 2

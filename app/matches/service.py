@@ -26,11 +26,16 @@ def body_hash(match: MatchIn) -> str:
             # Absent coefficients hash as before the field existed, so old retries still match.
             if player["coefficient"] is None:
                 del player["coefficient"]
+    return dumped_hash(body)
+
+
+def dumped_hash(body: dict[str, Any]) -> str:
+    """body_hash of a match from its JSON dump (without absent coefficients)."""
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _ranks(match: MatchIn) -> list[float]:
+def team_ranks(match: MatchIn) -> list[float]:
     if match.teams[0].rank is not None:
         return [float(t.rank) for t in match.teams]  # type: ignore[arg-type]
     return [-float(t.score) for t in match.teams]  # type: ignore[arg-type]
@@ -81,7 +86,7 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
     current = await repository.lock_ratings(session, rules.name, ids)
     groups = [[Rating(*current[p.id]) for p in team.players] for team in match.teams]
     weights = [[p.weight for p in team.players] for team in match.teams]
-    ranks = _ranks(match)
+    ranks = team_ranks(match)
     try:
         quality = env.quality(groups, weights)
         rated = env.rate(groups, ranks, weights, coefficients=coefficients)
@@ -160,10 +165,12 @@ async def _replayed(session: AsyncSession, match_id: str, fingerprint: str) -> M
         raise Conflict(f"match {match_id!r} is being recorded; retry")
     if stored.body_hash != fingerprint:
         raise Conflict(f"match {match_id!r} was already recorded with a different body")
-    return _out(stored.response, stored.void)
+    return _out(match_id, stored.response, stored.void)
 
 
-def _out(response: dict[str, Any], void: bool) -> MatchOut:
+def _out(match_id: str, response: dict[str, Any], void: bool) -> MatchOut:
+    if not response:
+        raise Conflict(f"match {match_id!r} was imported and is not rated yet; a replay job rates it")
     return MatchOut.model_validate({**response, "created": False, "void": void})
 
 
@@ -171,11 +178,11 @@ async def get_match(session: AsyncSession, match_id: str) -> MatchOut:
     stored = await repository.stored(session, match_id)
     if stored is None:
         raise NotFound(f"no match {match_id!r}")
-    return _out(stored.response, stored.void)
+    return _out(match_id, stored.response, stored.void)
 
 
 async def void_match(session: AsyncSession, match_id: str) -> MatchOut:
     response = await repository.void(session, match_id)
     if response is None:
         raise NotFound(f"no match {match_id!r}")
-    return _out(response, True)
+    return _out(match_id, response, True)

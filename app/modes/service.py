@@ -91,6 +91,10 @@ async def resolve(session: AsyncSession, name: str) -> ModeRules:
     return rules
 
 
+async def find_mode(session: AsyncSession, name: str) -> Mode | None:
+    return await repository.get(session, name)
+
+
 async def get_mode(session: AsyncSession, name: str) -> Mode:
     mode = await repository.get(session, name)
     if mode is None:

@@ -146,7 +146,7 @@ async def test_smooth_stores_the_curves_of_trueskill_through_time(
     for body in bodies:
         await api.post_match(body)
     before = (
-        await client.get(f"/v1/players/sm0/learning-curve", params={"mode": mode}, headers=admin_headers)
+        await client.get("/v1/players/sm0/learning-curve", params={"mode": mode}, headers=admin_headers)
     ).json()
     assert before["smoothed"] is None
 
@@ -209,7 +209,8 @@ async def test_a_failed_replay_says_why_and_changes_nothing(
     snapshot = """
         SELECT (SELECT json_agg(r ORDER BY player_id) FROM ratings r WHERE mode = %(m)s),
                (SELECT json_agg(p ORDER BY match_pk, player_id) FROM match_players p WHERE mode = %(m)s),
-               (SELECT json_agg(x ORDER BY id) FROM (SELECT id, quality, response FROM matches WHERE mode = %(m)s) x),
+               (SELECT json_agg(x ORDER BY id)
+                FROM (SELECT id, quality, response FROM matches WHERE mode = %(m)s) x),
                (SELECT json_agg(d ORDER BY bucket) FROM (SELECT bucket, sum(delta) FROM leaderboard_deltas
                                                         WHERE mode = %(m)s GROUP BY bucket) d)
     """

@@ -1,0 +1,123 @@
+"""`python -m app import | replay | smooth`: history work from the command line, with a
+progress bar. They work on the database directly, beside a running service or without one."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.config import Settings
+from app.imports.reading import Skip
+from app.imports.service import ImportRejected, import_file
+from app.jobs import service as jobs
+from app.progress import Bar
+
+ATP_RECIPE = """ATP singles from ../shared/datasets/atp (walkovers and the 199999 placeholder dropped):
+  python -m app import --mode atp --column played_at=date --column winner=winner_id \\
+    --column loser=loser_id --skip 'score~W/O|Walkover' --skip 'winner_id~^199999$' \\
+    --skip 'loser_id~^199999$' ../shared/datasets/atp/atp_singles_1968_2024.csv.gz"""
+
+
+def add_parsers(commands: Any) -> None:
+    importing = commands.add_parser(
+        "import",
+        help="import historical matches from CSV or JSONL, then replay the mode",
+        description="Import historical matches (CSV or JSONL, optionally .gz) into a mode in one "
+        "transaction, then replay the mode so they are rated. See docs/import.md.",
+        epilog=ATP_RECIPE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    importing.add_argument("file", type=Path)
+    importing.add_argument("--mode", required=True)
+    importing.add_argument(
+        "--column", action="append", default=[], metavar="OURS=THEIRS", help="read our column from theirs"
+    )
+    importing.add_argument(
+        "--skip", action="append", default=[], metavar="COLUMN~REGEX", help="drop rows whose column matches"
+    )
+    importing.add_argument("--no-replay", action="store_true", help="load only; rate later with a replay")
+    replaying = commands.add_parser("replay", help="re-rate a mode's whole history")
+    replaying.add_argument("--mode", required=True)
+    smoothing = commands.add_parser("smooth", help="TrueSkill Through Time learning curves for a mode")
+    smoothing.add_argument("--mode", required=True)
+    smoothing.add_argument(
+        "--gamma", type=float, default=None, help="drift per day (default: the mode's tau)"
+    )
+    smoothing.add_argument("--sigma", type=float, default=None, help="prior sigma (default: the mode's)")
+    smoothing.add_argument("--iterations", type=int, default=10)
+    smoothing.add_argument("--epsilon", type=float, default=1e-6)
+
+
+def _columns(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        ours, sep, theirs = pair.partition("=")
+        if not sep or not ours or not theirs:
+            raise ValueError(f"--column {pair!r}: expected OURS=THEIRS")
+        out[ours] = theirs
+    return out
+
+
+def _bar(label: str, total: float) -> Bar:
+    return Bar(label, total)
+
+
+async def _with_sessions(
+    settings: Settings, database_url: str, work: Callable[[async_sessionmaker[AsyncSession]], Awaitable[Any]]
+) -> Any:
+    from app.db.engine import build_engine, build_sessionmaker
+
+    engine = build_engine(settings, database_url)
+    try:
+        return await work(build_sessionmaker(engine))
+    finally:
+        await engine.dispose()
+
+
+def run(args: argparse.Namespace, settings: Settings, database_url: str) -> int:
+    """Run the command; the exit status (1: rejected input, nothing written)."""
+    if args.command == "import":
+        try:
+            columns = _columns(args.column)
+            skips = [Skip.parse(text) for text in args.skip]
+            result = asyncio.run(
+                _with_sessions(
+                    settings,
+                    database_url,
+                    lambda sessions: import_file(
+                        sessions, args.file, args.mode, columns, skips, not args.no_replay, _bar
+                    ),
+                )
+            )
+        except (ImportRejected, ValueError, OSError) as exc:
+            print(str(exc))
+            return 1
+        print(json.dumps(result.__dict__, indent=2, default=str))
+        return 0
+
+    bar = Bar(args.command, 1.0)
+
+    async def report(value: float) -> None:
+        bar.set(value)
+
+    async def work(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Any]:
+        if args.command == "replay":
+            return await jobs.run_replay(sessions, args.mode, report)
+        options = {
+            "gamma": args.gamma,
+            "sigma": args.sigma,
+            "iterations": args.iterations,
+            "epsilon": args.epsilon,
+        }
+        return await jobs.run_smooth(sessions, args.mode, "cli", options, report)
+
+    result = asyncio.run(_with_sessions(settings, database_url, work))
+    bar.finish()
+    print(json.dumps(result, indent=2))
+    return 0

@@ -1,0 +1,303 @@
+"""Reading historical matches from CSV or JSONL files, with every bad row named by line.
+
+Formats (a `.gz` file is read through gzip):
+- JSONL: one match per line, the body of `POST /v1/matches` (`mode` may be omitted).
+- CSV, one match per row (1v1): `played_at`, `winner`, `loser`; optional `match_id` and
+  `draw` (1/true: the two tied).
+- CSV, one player per row: `match_id`, `played_at`, `team`, `player`, and `rank` or
+  `score`; optional `weight` and `coefficient`. A match's rows share its match_id.
+
+`played_at` is RFC 3339, or a date (read as 00:00 UTC); a time without a zone is UTC.
+Without a `match_id`, a row's match id is `<mode>:<file>:<line>`. `columns` renames the
+file's columns to these names, and `skips` drops rows whose column matches a regex.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import gzip
+import io
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from app.ids import ID_PATTERN
+from app.matches.schemas import FUTURE_SLACK, MatchIn, consistency_errors
+from app.matches.service import body_hash, dumped_hash, team_ranks
+
+MAX_ERRORS = 50
+_NOT_ID = re.compile(r"[^A-Za-z0-9._:@-]+")
+_ID = re.compile(ID_PATTERN)
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    column: str
+    pattern: re.Pattern[str]
+
+    @classmethod
+    def parse(cls, text: str) -> Skip:
+        column, sep, pattern = text.partition("~")
+        if not sep or not column:
+            raise ValueError(f"--skip {text!r}: expected COLUMN~REGEX")
+        try:
+            return cls(column, re.compile(pattern))
+        except re.error as exc:
+            raise ValueError(f"--skip {text!r}: bad regex: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """One valid match, as the loader needs it."""
+
+    line: int
+    match_id: str
+    played_at: dt.datetime
+    teams: list[list[tuple[str, float, float | None]]]  # (player, weight, coefficient)
+    ranks: list[float]  # lower is better (scores negated)
+    body_hash: str  # as POST /v1/matches computes it, so a later post of the same body is a retry
+
+    @classmethod
+    def of(cls, line: int, match: MatchIn) -> Parsed:
+        assert match.played_at is not None  # every reader sets it
+        return cls(
+            line,
+            match.match_id,
+            match.played_at,
+            [[(p.id, p.weight, p.coefficient) for p in team.players] for team in match.teams],
+            team_ranks(match),
+            body_hash(match),
+        )
+
+
+@dataclass(slots=True)
+class Read:
+    """The matches of a file, in file order, and what was wrong with it."""
+
+    matches: list[Parsed] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    error_count: int = 0
+    skipped: int = 0
+
+    def error(self, line: int, message: str) -> None:
+        self.error_count += 1
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(f"line {line}: {message}")
+
+
+def _open(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
+
+
+def _played_at(text: str) -> dt.datetime:
+    """Dates become midnight UTC, zone-less times UTC."""
+    text = text.strip()
+    if not text:
+        raise ValueError("played_at is empty")
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"played_at {text!r} is not a date or an RFC 3339 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment
+
+
+def _message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def _validated(read: Read, line: int, body: dict[str, Any]) -> None:
+    try:
+        match = MatchIn.model_validate(body)
+    except ValidationError as exc:
+        read.error(line, _message(exc))
+        return
+    problems = consistency_errors(match)
+    if problems:
+        where = ".".join(str(p) for p in problems[0]["loc"][1:])  # type: ignore[index]
+        read.error(line, f"{where}: {problems[0]['msg']}")
+        return
+    read.matches.append(Parsed.of(line, match))
+
+
+def _jsonl(handle: IO[str], mode: str, read: Read) -> None:
+    for line, text in enumerate(handle, start=1):
+        if not text.strip():
+            continue
+        try:
+            body = json.loads(text)
+        except json.JSONDecodeError as exc:
+            read.error(line, f"not JSON: {exc.msg}")
+            continue
+        if not isinstance(body, dict):
+            read.error(line, "expected a JSON object (a match)")
+            continue
+        if body.setdefault("mode", mode) != mode:
+            read.error(line, f"mode {body['mode']!r} is not the mode being imported ({mode!r})")
+            continue
+        _validated(read, line, body)
+
+
+def _rows(
+    handle: IO[str], columns: dict[str, str], skips: list[Skip], read: Read
+) -> Iterator[tuple[int, dict[str, str]]]:
+    reader = csv.DictReader(handle)
+    header = reader.fieldnames or []
+    renamed = {theirs: ours for ours, theirs in columns.items()}
+    missing = [theirs for theirs in renamed if theirs not in header]
+    missing += [s.column for s in skips if s.column not in header]
+    if missing:
+        raise ValueError(
+            f"the file has no column {', '.join(map(repr, missing))}; it has {', '.join(header)}"
+        )
+    for row in reader:
+        line = reader.line_num
+        if any(s.pattern.search(row.get(s.column) or "") for s in skips):
+            read.skipped += 1
+            continue
+        yield line, {renamed.get(k, k): (v or "").strip() for k, v in row.items() if k is not None}
+
+
+def _one_per_row(rows: Iterator[tuple[int, dict[str, str]]], mode: str, stem: str, read: Read) -> None:
+    latest = dt.datetime.now(dt.UTC) + FUTURE_SLACK
+    for line, row in rows:
+        try:
+            played_at = _played_at(row.get("played_at", ""))
+        except ValueError as exc:
+            read.error(line, str(exc))
+            continue
+        drawn = row.get("draw", "").lower() in ("1", "true", "yes")
+        match_id = row.get("match_id") or f"{mode}:{stem}:{line}"
+        winner, loser = row.get("winner", ""), row.get("loser", "")
+        body = {
+            "match_id": match_id,
+            "mode": mode,
+            "played_at": played_at.isoformat(),
+            "teams": [
+                {"players": [{"id": winner}], "rank": 0},
+                {"players": [{"id": loser}], "rank": 0 if drawn else 1},
+            ],
+        }
+        simple = (
+            played_at.microsecond == 0
+            and played_at.utcoffset() == dt.timedelta(0)
+            and played_at <= latest
+            and winner != loser
+            and all(_ID.match(text) for text in (match_id, winner, loser))
+        )
+        if not simple:  # the full validation, for its messages
+            _validated(read, line, body)
+            continue
+        # The common case without pydantic: the same checks, and the hash of the same dump.
+        ranks = [0.0, 0.0 if drawn else 1.0]
+        dump = {
+            "match_id": match_id,
+            "mode": mode,
+            "played_at": played_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "teams": [
+                {"players": [{"id": winner, "weight": 1.0}], "rank": ranks[0], "score": None},
+                {"players": [{"id": loser, "weight": 1.0}], "rank": ranks[1], "score": None},
+            ],
+        }
+        teams: list[list[tuple[str, float, float | None]]] = [[(winner, 1.0, None)], [(loser, 1.0, None)]]
+        read.matches.append(Parsed(line, match_id, played_at, teams, ranks, dumped_hash(dump)))
+
+
+def _number(row: dict[str, str], name: str) -> float | None:
+    text = row.get(name, "")
+    return None if text == "" else float(text)
+
+
+def _one_per_player(rows: Iterator[tuple[int, dict[str, str]]], mode: str, read: Read) -> None:
+    grouped: dict[str, tuple[int, dict[str, Any]]] = {}
+    for line, row in rows:
+        match_id = row.get("match_id", "")
+        try:
+            team = int(row.get("team", ""))
+            rank, score = _number(row, "rank"), _number(row, "score")
+            weight, coefficient = _number(row, "weight"), _number(row, "coefficient")
+            played_at = _played_at(row.get("played_at", ""))
+        except ValueError as exc:
+            read.error(line, f"{exc}")
+            continue
+        if team < 0 or team > 999:
+            read.error(line, f"team {team} is outside 0..999")
+            continue
+        first, body = grouped.setdefault(
+            match_id, (line, {"match_id": match_id, "mode": mode, "played_at": played_at, "teams": {}})
+        )
+        if body["played_at"] != played_at:
+            read.error(line, f"played_at differs from line {first} of match {match_id!r}")
+            continue
+        entry = body["teams"].setdefault(team, {"players": []})
+        for key, value in (("rank", rank), ("score", score)):
+            if value is not None:
+                entry[key] = value
+        player: dict[str, Any] = {"id": row.get("player", "")}
+        if weight is not None:
+            player["weight"] = weight
+        if coefficient is not None:
+            player["coefficient"] = coefficient
+        entry["players"].append(player)
+    for line, body in grouped.values():
+        numbers = sorted(body["teams"])
+        if numbers != list(range(len(numbers))):
+            read.error(line, f"match {body['match_id']!r}: teams must be numbered 0..n-1, got {numbers}")
+            continue
+        body["teams"] = [body["teams"][n] for n in numbers]
+        _validated(read, line, body)
+
+
+def read_file(
+    path: Path, mode: str, columns: dict[str, str] | None = None, skips: list[Skip] | None = None
+) -> Read:
+    """Every match of the file, validated as POST /v1/matches validates a body."""
+    read = Read()
+    name = path.name.removesuffix(".gz")
+    if not name.endswith((".csv", ".jsonl", ".ndjson")):
+        raise ValueError(f"{path.name}: expected a .csv or .jsonl file (optionally .gz)")
+    with _open(path) as handle:
+        if name.endswith(".csv"):
+            _csv(handle, mode, _NOT_ID.sub("-", Path(name).stem)[:60], columns or {}, skips or [], read)
+        else:
+            _jsonl(handle, mode, read)
+    first_seen: dict[str, int] = {}
+    for match in read.matches:
+        if match.match_id in first_seen:
+            read.error(
+                match.line, f"match_id {match.match_id!r} is also on line {first_seen[match.match_id]}"
+            )
+        first_seen.setdefault(match.match_id, match.line)
+    return read
+
+
+def _csv(
+    handle: IO[str], mode: str, stem: str, columns: dict[str, str], skips: list[Skip], read: Read
+) -> None:
+    rows = _rows(handle, columns, skips, read)
+    first = next(rows, None)
+    if first is None:
+        return
+    everything = itertools.chain([first], rows)
+    if "winner" in first[1]:
+        _one_per_row(everything, mode, stem, read)
+    elif "player" in first[1]:
+        _one_per_player(everything, mode, read)
+    else:
+        raise ValueError(
+            "a CSV needs columns winner and loser (one match per row) or match_id, team and "
+            f"player (one player per row); it has {', '.join(first[1])}"
+        )

@@ -1,0 +1,206 @@
+"""Bulk import: the whole file or nothing, bad rows by line, rated by the replay after."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import os
+import random
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from app.client import AsyncClient
+from app.imports import reading
+from app.matches.schemas import MatchIn
+from app.matches.service import body_hash
+from app.rating import TrueSkill
+from tests.jobs.test_jobs import rate_again
+from tests.leaderboards.test_leaderboards import check_all, expected
+
+Headers = dict[str, str]
+
+
+def run_cli(database_url: str, redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url}
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def count(database_url: str, mode: str) -> tuple[int, int]:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM matches WHERE mode = %(m)s),"
+            " (SELECT count(*) FROM match_players WHERE mode = %(m)s)",
+            {"m": mode},
+        ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def bodies_for(mode: str, rng: random.Random, count: int) -> list[dict[str, Any]]:
+    players = [f"{mode}-p{i}" for i in range(9)]
+    out = []
+    start = dt.datetime(2020, 5, 1, tzinfo=dt.UTC)
+    for n in range(count):
+        teams = rng.choice([2, 3])
+        chosen = rng.sample(players, teams * 2 if teams == 2 else teams)
+        size = 2 if teams == 2 else 1
+        out.append(
+            {
+                "match_id": f"{mode}-i{n}",
+                "mode": mode,
+                "played_at": (start + dt.timedelta(hours=rng.randint(0, 2000)))
+                .isoformat()
+                .replace("+00:00", "Z"),
+                "teams": [
+                    {
+                        "players": [
+                            {"id": p, "weight": rng.choice([1.0, 0.5])}
+                            for p in chosen[t * size : (t + 1) * size]
+                        ],
+                        "rank": rng.randint(1, teams),
+                    }
+                    for t in range(teams)
+                ],
+            }
+        )
+    return out
+
+
+async def test_csv_and_jsonl_imports_rate_like_posting_the_matches(
+    api: AsyncClient,
+    client: httpx.AsyncClient,
+    admin_headers: Headers,
+    database_url: str,
+    redis_url: str,
+    tmp_path: Path,
+) -> None:
+    mode = f"imp-{secrets.token_hex(3)}"
+    rng = random.Random(6)
+    bodies = bodies_for(mode, rng, 30)
+    half = len(bodies) // 2
+    jsonl = tmp_path / "first.jsonl.gz"
+    with gzip.open(jsonl, "wt") as handle:
+        for body in bodies[:half]:
+            handle.write(json.dumps({k: v for k, v in body.items() if k != "mode"}) + "\n")
+    long = tmp_path / "second.csv"
+    lines = ["match_id,played_at,team,player,rank,weight"]
+    for body in bodies[half:]:
+        for team, spec in enumerate(body["teams"]):
+            for player in spec["players"]:
+                lines.append(
+                    f"{body['match_id']},{body['played_at']},{team},{player['id']},{spec['rank']},{player['weight']}"
+                )
+    long.write_text("\n".join(lines) + "\n")
+
+    first = run_cli(database_url, redis_url, "import", "--mode", mode, "--no-replay", str(jsonl))
+    assert first.returncode == 0, first.stdout + first.stderr
+    unrated = await client.get(f"/v1/matches/{bodies[0]['match_id']}", headers=admin_headers)
+    assert unrated.status_code == 409 and "not rated yet" in unrated.json()["detail"]
+    second = run_cli(database_url, redis_url, "import", "--mode", mode, str(long))
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert json.loads(second.stdout)["replay"]["matches"] == len(bodies)
+
+    truth = rate_again(TrueSkill(), bodies)
+    for player, (rating, matches) in truth.items():
+        profile = next(r for r in (await api.get_player(player)).ratings if r.mode == mode)
+        assert (profile.rating.mu, profile.rating.sigma, profile.matches) == (
+            rating.mu,
+            rating.sigma,
+            matches,
+        )
+    await check_all(client, admin_headers, mode, await expected(api, mode, list(truth)))
+    # Posting an imported match again is a retry of it, not a new match or a conflict.
+    again = await client.post("/v1/matches", json=bodies[-1], headers=admin_headers)
+    assert again.status_code == 200, again.text
+    assert again.json()["created"] is False
+    assert count(database_url, mode) == (
+        len(bodies),
+        sum(len(t["players"]) for b in bodies for t in b["teams"]),
+    )
+
+
+async def test_bad_rows_are_named_by_line_and_nothing_is_written(
+    database_url: str, redis_url: str, tmp_path: Path, api: AsyncClient
+) -> None:
+    mode = f"imp-{secrets.token_hex(3)}"
+    path = tmp_path / "games.csv"
+    path.write_text(
+        "played_at,winner,loser\n"
+        "2021-01-01,ann,bea\n"
+        "2021-13-01,ann,bea\n"
+        "2021-01-02,ann,ann\n"
+        "2021-01-03,a n,bea\n"
+        "2999-01-03,ann,bea\n"
+        "2021-01-04,cid,dee\n"
+    )
+    result = run_cli(database_url, redis_url, "import", "--mode", mode, str(path))
+    assert result.returncode == 1
+    out = result.stdout
+    assert "nothing was imported" in out
+    for line, words in ((3, "2021-13-01"), (4, "appears twice"), (5, "should match pattern"), (6, "future")):
+        assert any(row.startswith(f"line {line}:") and words in row for row in out.splitlines()), (line, out)
+    assert "line 2:" not in out and "line 7:" not in out
+    assert count(database_url, mode) == (0, 0)
+
+    good = tmp_path / "good.csv"
+    good.write_text("match_id,played_at,winner,loser\nclash-1,2021-01-01,ann,bea\n")
+    assert run_cli(database_url, redis_url, "import", "--mode", mode, str(good)).returncode == 0
+    both = tmp_path / "both.csv"
+    both.write_text("match_id,played_at,winner,loser\nnew-1,2021-01-02,ann,bea\nclash-1,2021-01-01,ann,bea\n")
+    clash = run_cli(database_url, redis_url, "import", "--mode", mode, str(both))
+    assert clash.returncode == 1
+    assert "line 3: match_id 'clash-1' is already recorded" in clash.stdout
+    assert count(database_url, mode) == (1, 2)
+
+
+def test_the_fast_one_per_row_path_hashes_like_the_api(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    path = tmp_path / "duels.csv"
+    rows = ["played_at,winner,loser,draw"]
+    for n in range(200):
+        day = dt.date(1990, 1, 1) + dt.timedelta(days=rng.randint(0, 10000))
+        when = day.isoformat() if n % 2 else f"{day.isoformat()}T{rng.randint(0, 23):02d}:15:00Z"
+        rows.append(
+            f"{when},w{rng.randint(0, 50)}.x,l-{rng.randint(51, 99)}@y,{rng.choice(['', '1', 'true', '0'])}"
+        )
+    path.write_text("\n".join(rows) + "\n")
+    read = reading.read_file(path, "duels")
+    assert read.error_count == 0 and len(read.matches) == 200
+    for parsed in read.matches:
+        teams = [
+            {"players": [{"id": p} for p, _, _ in team], "rank": rank}
+            for team, rank in zip(parsed.teams, parsed.ranks, strict=True)
+        ]
+        body = {
+            "match_id": parsed.match_id,
+            "mode": "duels",
+            "played_at": parsed.played_at.isoformat(),
+            "teams": teams,
+        }
+        assert parsed.body_hash == body_hash(MatchIn.model_validate(body)), parsed
+
+
+def test_the_atp_recipe_columns_and_skips(tmp_path: Path, shared: Path) -> None:
+    path = shared / "datasets" / "atp" / "atp_singles_1968_2024.csv.gz"
+    columns = {"played_at": "date", "winner": "winner_id", "loser": "loser_id"}
+    skips = [
+        reading.Skip.parse("score~W/O|Walkover"),
+        reading.Skip.parse("winner_id~^199999$"),
+        reading.Skip.parse("loser_id~^199999$"),
+    ]
+    read = reading.read_file(path, "atp", columns, skips)
+    assert read.error_count == 0
+    assert len(read.matches) == 193_651  # as app.evaluation.histories.atp reads it
+    assert read.skipped > 0
+    with pytest.raises(ValueError, match="no column 'nope'"):
+        reading.read_file(path, "atp", {"played_at": "nope"})
