@@ -137,7 +137,8 @@ class MatchPlayer(Base):
     __tablename__ = "match_players"
 
     match_pk: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
-    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    # No foreign key to players: the row is written with its player (migration 0005).
+    player_id: Mapped[str] = mapped_column(ID, primary_key=True)
     mode: Mapped[str] = mapped_column(ID)
     team: Mapped[int] = mapped_column(Integer)
     rank: Mapped[float] = mapped_column(Double)

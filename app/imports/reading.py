@@ -17,8 +17,8 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import gzip
+import hashlib
 import io
-import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from app.ids import ID_PATTERN
 from app.matches.schemas import FUTURE_SLACK, MatchIn, consistency_errors
-from app.matches.service import body_hash, dumped_hash, team_ranks
+from app.matches.service import body_hash, team_ranks
 
 MAX_ERRORS = 50
 _NOT_ID = re.compile(r"[^A-Za-z0-9._:@-]+")
@@ -53,7 +53,7 @@ class Skip:
             raise ValueError(f"--skip {text!r}: bad regex: {exc}") from None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Parsed:
     """One valid match, as the loader needs it."""
 
@@ -152,68 +152,86 @@ def _jsonl(handle: IO[str], mode: str, read: Read) -> None:
 
 
 def _rows(
-    handle: IO[str], columns: dict[str, str], skips: list[Skip], read: Read
-) -> Iterator[tuple[int, dict[str, str]]]:
-    reader = csv.DictReader(handle)
-    header = reader.fieldnames or []
-    renamed = {theirs: ours for ours, theirs in columns.items()}
-    missing = [theirs for theirs in renamed if theirs not in header]
-    missing += [s.column for s in skips if s.column not in header]
-    if missing:
-        raise ValueError(
-            f"the file has no column {', '.join(map(repr, missing))}; it has {', '.join(header)}"
-        )
-    for row in reader:
+    reader: Any, header: list[str], skips: list[tuple[int, re.Pattern[str]]], read: Read
+) -> Iterator[tuple[int, list[str]]]:
+    """(line, cells) of the rows that no skip drops; a short row is padded with empty cells."""
+    width = len(header)
+    for cells in reader:
         line = reader.line_num
-        if any(s.pattern.search(row.get(s.column) or "") for s in skips):
+        if not cells:
+            continue
+        if len(cells) < width:
+            cells = cells + [""] * (width - len(cells))
+        dropped = False
+        for index, pattern in skips:
+            if pattern.search(cells[index]):
+                dropped = True
+                break
+        if dropped:
             read.skipped += 1
             continue
-        yield line, {renamed.get(k, k): (v or "").strip() for k, v in row.items() if k is not None}
+        yield line, cells
 
 
-def _one_per_row(rows: Iterator[tuple[int, dict[str, str]]], mode: str, stem: str, read: Read) -> None:
+def _duels(
+    rows: Iterator[tuple[int, list[str]]], where: dict[str, int], mode: str, stem: str, read: Read
+) -> None:
+    """One 1v1 match per row. Valid rows take a path without pydantic: the same checks, and
+    the hash of the dump MatchIn would make (tested against body_hash)."""
     latest = dt.datetime.now(dt.UTC) + FUTURE_SLACK
-    for line, row in rows:
-        try:
-            played_at = _played_at(row.get("played_at", ""))
-        except ValueError as exc:
-            read.error(line, str(exc))
+    at, win, lose = where["played_at"], where["winner"], where["loser"]
+    ident, draw = where.get("match_id"), where.get("draw")
+    dates: dict[str, tuple[dt.datetime, str] | None] = {}
+    template = (
+        '{"match_id":"%s","mode":"%s","played_at":"%s","teams":[{"players":[{"id":"%s","weight":1.0}],'
+        '"rank":0.0,"score":null},{"players":[{"id":"%s","weight":1.0}],"rank":%s,"score":null}]}'
+    )
+    for line, cells in rows:
+        text = cells[at].strip()
+        if text not in dates:
+            try:
+                moment = _played_at(text)
+                simple = (
+                    moment.microsecond == 0 and moment.utcoffset() == dt.timedelta(0) and moment <= latest
+                )
+                dates[text] = (moment, moment.strftime("%Y-%m-%dT%H:%M:%SZ")) if simple else None
+            except ValueError as exc:
+                read.error(line, str(exc))
+                continue
+        winner, loser = cells[win].strip(), cells[lose].strip()
+        match_id = (cells[ident].strip() if ident is not None else "") or f"{mode}:{stem}:{line}"
+        drawn = draw is not None and cells[draw].strip().lower() in ("1", "true", "yes")
+        known = dates[text]
+        if (
+            known is None
+            or winner == loser
+            or not (_ID.match(match_id) and _ID.match(winner) and _ID.match(loser))
+        ):
+            body = {
+                "match_id": match_id,
+                "mode": mode,
+                "played_at": _played_at(text).isoformat(),
+                "teams": [
+                    {"players": [{"id": winner}], "rank": 0},
+                    {"players": [{"id": loser}], "rank": 0 if drawn else 1},
+                ],
+            }
+            _validated(read, line, body)  # the full validation, for its messages
             continue
-        drawn = row.get("draw", "").lower() in ("1", "true", "yes")
-        match_id = row.get("match_id") or f"{mode}:{stem}:{line}"
-        winner, loser = row.get("winner", ""), row.get("loser", "")
-        body = {
-            "match_id": match_id,
-            "mode": mode,
-            "played_at": played_at.isoformat(),
-            "teams": [
-                {"players": [{"id": winner}], "rank": 0},
-                {"players": [{"id": loser}], "rank": 0 if drawn else 1},
-            ],
-        }
-        simple = (
-            played_at.microsecond == 0
-            and played_at.utcoffset() == dt.timedelta(0)
-            and played_at <= latest
-            and winner != loser
-            and all(_ID.match(text) for text in (match_id, winner, loser))
-        )
-        if not simple:  # the full validation, for its messages
-            _validated(read, line, body)
-            continue
-        # The common case without pydantic: the same checks, and the hash of the same dump.
-        ranks = [0.0, 0.0 if drawn else 1.0]
-        dump = {
-            "match_id": match_id,
-            "mode": mode,
-            "played_at": played_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "teams": [
-                {"players": [{"id": winner, "weight": 1.0}], "rank": ranks[0], "score": None},
-                {"players": [{"id": loser, "weight": 1.0}], "rank": ranks[1], "score": None},
-            ],
-        }
+        moment, stamp = known
+        second = "0.0" if drawn else "1.0"
+        canonical = template % (match_id, mode, stamp, winner, loser, second)
         teams: list[list[tuple[str, float, float | None]]] = [[(winner, 1.0, None)], [(loser, 1.0, None)]]
-        read.matches.append(Parsed(line, match_id, played_at, teams, ranks, dumped_hash(dump)))
+        read.matches.append(
+            Parsed(
+                line,
+                match_id,
+                moment,
+                teams,
+                [0.0, 0.0 if drawn else 1.0],
+                hashlib.sha256(canonical.encode()).hexdigest(),
+            )
+        )
 
 
 def _number(row: dict[str, str], name: str) -> float | None:
@@ -221,9 +239,12 @@ def _number(row: dict[str, str], name: str) -> float | None:
     return None if text == "" else float(text)
 
 
-def _one_per_player(rows: Iterator[tuple[int, dict[str, str]]], mode: str, read: Read) -> None:
+def _one_per_player(
+    rows: Iterator[tuple[int, list[str]]], where: dict[str, int], mode: str, read: Read
+) -> None:
     grouped: dict[str, tuple[int, dict[str, Any]]] = {}
-    for line, row in rows:
+    for line, cells in rows:
+        row = {name: cells[index].strip() for name, index in where.items()}
         match_id = row.get("match_id", "")
         try:
             team = int(row.get("team", ""))
@@ -262,7 +283,10 @@ def _one_per_player(rows: Iterator[tuple[int, dict[str, str]]], mode: str, read:
 
 
 def read_file(
-    path: Path, mode: str, columns: dict[str, str] | None = None, skips: list[Skip] | None = None
+    path: Path,
+    mode: str,
+    columns: dict[str, str] | None = None,
+    skips: list[Skip] | None = None,
 ) -> Read:
     """Every match of the file, validated as POST /v1/matches validates a body."""
     read = Read()
@@ -287,17 +311,25 @@ def read_file(
 def _csv(
     handle: IO[str], mode: str, stem: str, columns: dict[str, str], skips: list[Skip], read: Read
 ) -> None:
-    rows = _rows(handle, columns, skips, read)
-    first = next(rows, None)
-    if first is None:
+    reader = csv.reader(handle)
+    header = next(reader, None)
+    if header is None:
         return
-    everything = itertools.chain([first], rows)
-    if "winner" in first[1]:
-        _one_per_row(everything, mode, stem, read)
-    elif "player" in first[1]:
-        _one_per_player(everything, mode, read)
+    renamed = {theirs: ours for ours, theirs in columns.items()}
+    missing = [theirs for theirs in renamed if theirs not in header]
+    missing += [s.column for s in skips if s.column not in header]
+    if missing:
+        raise ValueError(
+            f"the file has no column {', '.join(map(repr, missing))}; it has {', '.join(header)}"
+        )
+    where = {renamed.get(name, name): index for index, name in enumerate(header)}
+    rows = _rows(reader, header, [(header.index(s.column), s.pattern) for s in skips], read)
+    if "winner" in where and "loser" in where and "played_at" in where:
+        _duels(rows, where, mode, stem, read)
+    elif all(name in where for name in ("match_id", "played_at", "team", "player")):
+        _one_per_player(rows, where, mode, read)
     else:
         raise ValueError(
-            "a CSV needs columns winner and loser (one match per row) or match_id, team and "
-            f"player (one player per row); it has {', '.join(first[1])}"
+            "a CSV needs columns played_at, winner and loser (one match per row) or match_id, "
+            f"played_at, team and player (one player per row); it has {', '.join(header)}"
         )

@@ -3,21 +3,27 @@ transaction with COPY (all of it or none), then replay the mode so the matches a
 
 from __future__ import annotations
 
+import asyncio
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.ids import ID_PATTERN
 from app.imports import reading, repository
-from app.imports.reading import Read, Skip
+from app.imports.reading import Parsed, Read, Skip
 from app.jobs import repository as jobs_repository
 from app.jobs import service as jobs
 from app.modes import service as modes
 from app.modes.schemas import ModeUpdate
 from app.progress import Bar
+
+_ID = re.compile(ID_PATTERN)
 
 
 @dataclass
@@ -42,23 +48,31 @@ class Imported:
     replay: dict[str, Any] | None = None
 
 
-def _rows(
-    read: Read, mu: float, sigma: float, weighted: bool
-) -> tuple[list[repository.MatchRow], list[repository.PlayerRow], set[str]]:
-    matches: list[repository.MatchRow] = []
-    players: list[repository.PlayerRow] = []
-    names: set[str] = set()
-    for match in read.matches:
-        if not weighted and any(c is not None for team in match.teams for _, _, c in team):
-            read.error(match.line, "coefficients need a mode with team_performance 'weighted'")
-            continue
-        for team, (members, rank) in enumerate(zip(match.teams, match.ranks, strict=True)):
-            for player, weight, coefficient in members:
-                names.add(player)
-                players.append((match.match_id, player, team, rank, weight, coefficient, mu, sigma))
-        # Unrated until a replay: no stored response, and before = after = the prior.
-        matches.append((match.line, match.match_id, match.played_at, match.body_hash, "{}"))
-    return matches, players, names
+CHUNK = 20_000
+
+
+async def _load(
+    session: AsyncSession,
+    mode: str,
+    chunk: list[Parsed],
+    prior: tuple[float, float],
+    weighted: bool,
+    read: Read,
+    players: set[str],
+) -> None:
+    """Copy one chunk, unless it has a coefficient the mode cannot use or a taken match id."""
+    if not weighted:
+        for match in chunk:
+            if any(c is not None for team in match.teams for _, _, c in team):
+                read.error(match.line, "coefficients need a mode with team_performance 'weighted'")
+    clashes = await repository.taken(session, [m.match_id for m in chunk])
+    for match in chunk:
+        if match.match_id in clashes:
+            read.error(match.line, f"match_id {match.match_id!r} is already recorded")
+    if read.error_count:
+        return
+    await repository.load(session, mode, chunk, prior)
+    players.update(p for match in chunk for team in match.teams for p, _, _ in team)
 
 
 async def import_file(
@@ -72,32 +86,36 @@ async def import_file(
 ) -> Imported:
     """Import every match of `path` into `mode` (created with the defaults if missing)."""
     started = time.perf_counter()
-    read = reading.read_file(path, mode, columns, skips)
+    if not _ID.match(mode):
+        raise ValueError(f"--mode {mode!r}: a mode name is 1-128 characters from [A-Za-z0-9._:@-]")
+    read = await asyncio.to_thread(reading.read_file, path, mode, columns, skips)
     if read.error_count:
         raise ImportRejected(read.errors, read.error_count)
-    parsed = time.perf_counter()
-    async with sessions() as session, session.begin():
-        await jobs_repository.unbounded(session)
-        existing = await modes.find_mode(session, mode)
-        created = existing is None
-        row = existing or await modes.put_mode(session, mode, ModeUpdate())
-        rules = modes.rules_of(row)
-        matches, players, names = _rows(read, row.mu, row.sigma, rules.env.team_performance == "weighted")
-        if read.error_count:
-            raise ImportRejected(read.errors, read.error_count)
-        bar = show("loading", len(matches)) if show else None
-        await repository.stage(session, matches, players, bar.advance if bar else lambda _: None)
-        clashes = await repository.taken(session)
-        if clashes:
-            raise ImportRejected(
-                [f"line {line}: match_id {mid!r} is already recorded" for line, mid in clashes]
-            )
-        await repository.insert(session, mode)
-        if bar:
-            bar.finish()
+    bar = show("loading", len(read.matches)) if show else None
+    players: set[str] = set()
+    try:
+        async with sessions() as session, session.begin():
+            await jobs_repository.unbounded(session)
+            existing = await modes.find_mode(session, mode)
+            created = existing is None
+            row = existing or await modes.put_mode(session, mode, ModeUpdate())
+            weighted = modes.rules_of(row).env.team_performance == "weighted"
+            # In chunks: every taken match id is found (and reported) before anything is kept.
+            for start in range(0, len(read.matches), CHUNK):
+                chunk = read.matches[start : start + CHUNK]
+                await _load(session, mode, chunk, (row.mu, row.sigma), weighted, read, players)
+                if bar:
+                    bar.advance(len(chunk))
+            if read.error_count:
+                raise ImportRejected(read.errors, read.error_count)
+            await repository.add_players(session, sorted(players))
+    except psycopg.errors.UniqueViolation as exc:
+        raise ImportRejected([f"a match id of the file was recorded while importing: {exc}"]) from None
+    if bar:
+        bar.finish()
     loaded = time.perf_counter()
-    result = Imported(len(matches), len(names), read.skipped, created)
-    result.seconds = {"read": round(parsed - started, 3), "load": round(loaded - parsed, 3)}
+    result = Imported(len(read.matches), len(players), read.skipped, created)
+    result.seconds = {"read_and_load": round(loaded - started, 3)}
     if replay:
         bar = show("replaying", 1.0) if show else None
 
