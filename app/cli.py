@@ -69,15 +69,17 @@ def wait_for_redis(url: str, seconds: float) -> None:
             time.sleep(0.5)
 
 
-def prepare(settings: Settings, embedded: EmbeddedServers) -> tuple[str, str]:
-    """Start what is embedded, wait for both servers and migrate. Returns (db url, redis url)."""
+def prepare(settings: Settings, embedded: EmbeddedServers, redis: bool = True) -> tuple[str, str]:
+    """Start what is embedded, wait for the servers and migrate. Returns (db url, redis url);
+    without `redis` (commands that only touch the database) the Redis URL is empty."""
     try:
         database_url = settings.database_url or embedded.start_postgres()
-        redis_url = settings.redis_url or embedded.start_redis()
+        redis_url = (settings.redis_url or embedded.start_redis()) if redis else ""
     except EmbeddedUnavailable as exc:
         raise Abort(f"configuration error: {exc}") from None
     wait_for_postgres(database_url, settings.db_connect_wait_s)
-    wait_for_redis(redis_url, settings.db_connect_wait_s)
+    if redis:
+        wait_for_redis(redis_url, settings.db_connect_wait_s)
     from app.db.migrate import upgrade
 
     upgrade(database_url)
@@ -169,7 +171,7 @@ def history(settings: Settings, args: argparse.Namespace) -> int:
 
     embedded = EmbeddedServers(settings.data_dir)
     try:
-        database_url, _ = prepare(settings, embedded)
+        database_url, _ = prepare(settings, embedded, redis=False)
         return history_commands.run(args, settings, database_url)
     finally:
         embedded.stop()
