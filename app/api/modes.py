@@ -28,5 +28,6 @@ async def get_mode(mode: Identifier, session: SessionDep, _: ReadKey) -> ModeOut
 async def put_mode(mode: Identifier, body: ModeUpdate, session: SessionDep, _: AdminKey) -> ModeOut:
     """Create or change a mode. On creation, omitted fields take the TrueSkill defaults
     (beta = sigma/2, tau = sigma/100); on change, omitted fields keep their values.
-    Changing parameters does not rewrite existing ratings: a replay job does."""
+    Changing rating parameters does not rewrite existing ratings: a replay job does. A new
+    conservative_k or min_matches_for_leaderboard applies to the leaderboard at once."""
     return ModeOut.of(await service.put_mode(session, mode, body))
