@@ -1,8 +1,11 @@
-"""Opaque keyset cursors: base64 of the last key seen."""
+"""Opaque keyset cursors: base64 of the last key seen (an integer, or a JSON list for
+orders over several columns)."""
 
 from __future__ import annotations
 
 import base64
+import json
+from typing import Any
 
 from app.errors import ValidationFailed
 
@@ -23,7 +26,29 @@ def decode(cursor: str | None) -> int | None:
             raise ValueError
         return int(raw[1:])
     except (ValueError, UnicodeDecodeError):
-        raise ValidationFailed(
-            "cursor is not one this service issued",
-            errors=[{"loc": ["query", "cursor"], "msg": "invalid cursor"}],
-        ) from None
+        raise invalid() from None
+
+
+def encode_values(values: list[Any]) -> str:
+    raw = json.dumps(values, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_values(cursor: str, types: tuple[type | tuple[type, ...], ...]) -> list[Any]:
+    """The values of an encode_values cursor, each an instance of its entry in `types`."""
+    try:
+        values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        raise invalid() from None
+    ok = isinstance(values, list) and len(values) == len(types)
+    # bool is an int to isinstance; no cursor of ours holds one.
+    if not ok or any(isinstance(v, bool) or not isinstance(v, t) for v, t in zip(values, types, strict=True)):
+        raise invalid()
+    return list(values)
+
+
+def invalid() -> ValidationFailed:
+    return ValidationFailed(
+        "cursor is not one this service issued",
+        errors=[{"loc": ["query", "cursor"], "msg": "invalid cursor"}],
+    )

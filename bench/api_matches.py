@@ -15,26 +15,25 @@ postgresql-client).
 
 from __future__ import annotations
 
-import argparse
-import os
-import re
-import secrets
-import shutil
-import signal
-import socket
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-import httpx
+ROOT = Path(__file__).resolve().parents[1]
+# bench/queue.py would shadow the standard library's queue module: import bench modules
+# as a package from the repository root instead of from this folder.
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.serving import serving
+
 PLAYERS = 100_000
-KEY = "bench-admin-key-" + secrets.token_hex(8)
 
 WRK_SCRIPT = r"""
 local counter = 0
@@ -75,20 +74,6 @@ INSERT INTO match_players
  FROM unnest(ARRAY['b' || :a, 'b' || :b, 'b' || :c, 'b' || :d]::varchar[]) AS p ON CONFLICT DO NOTHING;
 COMMIT;
 """
-
-
-def wait_ready(base: str, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit("the service exited during start-up")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit("the service did not become ready")
 
 
 def seed(url: str) -> None:
@@ -178,54 +163,26 @@ def main() -> None:
     for tool in ("wrk", "pgbench"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is not installed (apt-get install wrk postgresql-client)")
-    workdir = Path(tempfile.mkdtemp(prefix="bench-matches-"))
-    os.chmod(workdir, 0o755)
-    data_dir = workdir / "data"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {
-        **os.environ,
-        "DATA_DIR": str(data_dir),
-        "PORT": str(port),
-        "WORKERS": str(args.workers),
-        "ADMIN_API_KEY": KEY,
-        "LOG_LEVEL": "WARNING",
-        "DB_POOL_SIZE": "20",
-    }
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    service = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(base, service)
-        socket_dir = str(data_dir.resolve() / "postgres")
-        url = f"postgresql://postgres@/skillservice?host={socket_dir}"
-        seed(url)
-        lua = workdir / "post.lua"
-        lua.write_text(WRK_SCRIPT % {"key": KEY, "players": PLAYERS})
+    with serving("matches", args.workers, DB_POOL_SIZE="20") as served:
+        seed(served.database_url)
+        lua = served.workdir / "post.lua"
+        lua.write_text(WRK_SCRIPT % {"key": served.key, "players": PLAYERS})
         subprocess.run(
-            ["wrk", "-t2", f"-c{args.connections}", "-d3s", "-s", str(lua), base],
+            ["wrk", "-t2", f"-c{args.connections}", "-d3s", "-s", str(lua), served.base],
             capture_output=True,
             check=True,
         )  # warm-up
         wrk = subprocess.run(
-            ["wrk", "-t2", f"-c{args.connections}", f"-d{args.seconds}s", "--latency", "-s", str(lua), base],
+            [
+                "wrk", "-t2", f"-c{args.connections}", f"-d{args.seconds}s", "--latency", "-s", str(lua),
+                served.base,
+            ],
             capture_output=True,
             text=True,
             check=True,
-        ).stdout
+        ).stdout  # fmt: skip
         ours = parse_wrk(wrk)
-        pg = run_pgbench(socket_dir, args.seconds, args.connections, workdir)
-    finally:
-        service.send_signal(signal.SIGINT)
-        try:
-            service.wait(30)
-        except subprocess.TimeoutExpired:
-            service.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
+        pg = run_pgbench(served.socket_dir, args.seconds, args.connections, served.workdir)
 
     print(
         f"2v2 POST /v1/matches over {PLAYERS:,} players, {args.connections} connections, {args.seconds}s, "

@@ -20,41 +20,24 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# bench/queue.py would shadow the standard library's queue module, which psycopg imports.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+ROOT = Path(__file__).resolve().parents[1]
+# bench/queue.py would shadow the standard library's queue module, which psycopg imports:
+# bench modules are imported as a package from the repository root.
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
 import argparse
 import os
 import random
-import secrets
-import shutil
-import signal
-import socket
 import statistics
 import subprocess
-import tempfile
 import time
 
 import httpx
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-KEY = "bench-admin-key-" + secrets.token_hex(8)
+from bench.serving import serving
+
 MODE = "bench-lb"
-
-
-def wait_ready(base: str, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit("the service exited during start-up")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit("the service did not become ready")
 
 
 def seed(url: str, players: int) -> float:
@@ -154,26 +137,11 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=2000)
     parser.add_argument("--no-history", action="store_true", help="skip the ATP import, replay and smooth")
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-leaderboard-"))
-    os.chmod(workdir, 0o755)
-    data_dir = workdir / "data"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, "DATA_DIR": str(data_dir), "PORT": str(port), "ADMIN_API_KEY": KEY}
-    env |= {"LOG_LEVEL": "WARNING"}
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    service = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
-    )
-    base = f"http://127.0.0.1:{port}"
     rng = random.Random(1)
-    try:
-        wait_ready(base, service)
-        url = f"postgresql://postgres@/skillservice?host={data_dir.resolve() / 'postgres'}"
-        headers = {"Authorization": f"Bearer {KEY}"}
-        with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+    with serving("leaderboard") as served:
+        url = served.database_url
+        headers = {"Authorization": f"Bearer {served.key}"}
+        with httpx.Client(base_url=served.base, headers=headers, timeout=30) as http:
             http.put(f"/v1/modes/{MODE}", json={}).raise_for_status()
             seconds = seed(url, args.players)
             ids = [f"L{rng.randint(1, args.players)}" for _ in range(args.reads)]
@@ -198,13 +166,6 @@ def main() -> None:
             http.post("/v1/matches", json=match).raise_for_status()
             after = http.get(f"/v1/leaderboards/{MODE}/players/{winner}").json()["rank"]
         history = None if args.no_history else history_work(url)
-    finally:
-        service.send_signal(signal.SIGINT)
-        try:
-            service.wait(30)
-        except subprocess.TimeoutExpired:
-            service.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
 
     print(f"{args.players:,} rated players in one mode, embedded PostgreSQL, seeded in {seconds:.1f} s; ")
     print(f"{args.reads} sequential keep-alive requests each (1 uvicorn worker)\n")

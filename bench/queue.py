@@ -14,27 +14,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 # This file is named queue.py (the name for it): keep it from shadowing the
-# standard library's queue module, which asyncio's executor imports.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+# standard library's queue module, which asyncio's executor imports; bench modules are
+# imported as a package from the repository root.
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
 import argparse
 import asyncio
-import os
 import random
-import secrets
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
-import tempfile
 import time
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-KEY = "bench-admin-key-" + secrets.token_hex(8)
+from bench.serving import serving
 
 
 async def fill(http: httpx.AsyncClient, mode: str, players: list[str]) -> None:
@@ -68,10 +62,10 @@ async def timed_matchmake(http: httpx.AsyncClient, mode: str, max_matches: int) 
     return (time.perf_counter() - started) * 1000, len(response.json()["matches"])
 
 
-async def run(base: str, pool: int) -> None:
+async def run(base: str, key: str, pool: int) -> None:
     rng = random.Random(1)
     async with httpx.AsyncClient(
-        base_url=base, headers={"Authorization": f"Bearer {KEY}"}, timeout=120
+        base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120
     ) as http:
         # Thresholds of 0: the benchmark measures forming matches, not waiting for quality.
         relaxed = {"quality_start": 0.0, "quality_floor": 0.0, "ticket_ttl_seconds": 3600}
@@ -128,44 +122,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pool", type=int, default=10_000)
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-queue-"))
-    os.chmod(workdir, 0o755)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {
-        **os.environ,
-        "DATA_DIR": str(workdir / "data"),
-        "PORT": str(port),
-        "ADMIN_API_KEY": KEY,
-        "LOG_LEVEL": "WARNING",
-        "WORKERS": "2",
-    }
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    service = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or service.poll() is not None:
-                raise SystemExit("the service did not become ready")
-            time.sleep(0.3)
-        asyncio.run(run(base, args.pool))
-    finally:
-        service.send_signal(signal.SIGINT)
-        try:
-            service.wait(30)
-        except subprocess.TimeoutExpired:
-            service.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
+    with serving("queue", workers=2) as served:
+        asyncio.run(run(served.base, served.key, args.pool))
 
 
 if __name__ == "__main__":

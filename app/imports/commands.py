@@ -64,10 +64,6 @@ def _columns(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _bar(label: str, total: float) -> Bar:
-    return Bar(label, total)
-
-
 async def _with_sessions(
     settings: Settings, database_url: str, work: Callable[[async_sessionmaker[AsyncSession]], Awaitable[Any]]
 ) -> Any:
@@ -91,7 +87,7 @@ def run(args: argparse.Namespace, settings: Settings, database_url: str) -> int:
                     settings,
                     database_url,
                     lambda sessions: import_file(
-                        sessions, args.file, args.mode, columns, skips, not args.no_replay, _bar
+                        sessions, args.file, args.mode, columns, skips, not args.no_replay, Bar
                     ),
                 )
             )

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.bulk import driver
 from app.imports.reading import Parsed
-from app.jobs.repository import driver
 
 NULL = "\\N"  # COPY text's null
 

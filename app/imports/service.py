@@ -14,10 +14,10 @@ from typing import Any
 import psycopg
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db.bulk import unbounded
 from app.ids import ID_PATTERN
 from app.imports import reading, repository
 from app.imports.reading import Parsed, Read, Skip
-from app.jobs import repository as jobs_repository
 from app.jobs import service as jobs
 from app.modes import service as modes
 from app.modes.schemas import ModeUpdate
@@ -95,11 +95,11 @@ async def import_file(
     players: set[str] = set()
     try:
         async with sessions() as session, session.begin():
-            await jobs_repository.unbounded(session)
+            await unbounded(session)
             existing = await modes.find_mode(session, mode)
             created = existing is None
             row = existing or await modes.put_mode(session, mode, ModeUpdate())
-            weighted = modes.rules_of(row).env.team_performance == "weighted"
+            weighted = row.team_performance == "weighted"
             # In chunks: every taken match id is found (and reported) before anything is kept.
             for start in range(0, len(read.matches), CHUNK):
                 chunk = read.matches[start : start + CHUNK]

@@ -9,11 +9,11 @@ that also rates, on top, any match recorded while the replay ran.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.jobs.repository import NewParticipant, NewRating, Played
+from app.matches.service import response_json, team_results
 from app.rating import Rating, RatingInputError, TrueSkill
 
 
@@ -35,11 +35,6 @@ class Replayed:
     participants: list[NewParticipant] = field(default_factory=list)
     responses: list[tuple[int, float, str]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-
-
-def _outcomes(ranks: list[float]) -> list[tuple[int, int, int]]:
-    best = min(ranks)
-    return [(0, 0, 1) if ranks.count(r) > 1 else (1, 0, 0) if r == best else (0, 1, 0) for r in ranks]
 
 
 def start(env: TrueSkill, players: list[str], seeds: dict[str, tuple[float, float]]) -> Replayed:
@@ -84,7 +79,7 @@ def rate(
             continue
         players_out = []
         for number, (team, before, after, (win, loss, draw)) in enumerate(
-            zip(match.teams, groups, rated, _outcomes(match.ranks), strict=True)
+            zip(match.teams, groups, rated, team_results(match.ranks), strict=True)
         ):
             for player, old, new in zip(team, before, after, strict=True):
                 entry = state[player]
@@ -98,24 +93,10 @@ def rate(
                 into.participants.append(
                     NewParticipant(match.pk, player, old.mu, old.sigma, new.mu, new.sigma)
                 )
-                players_out.append(
-                    {
-                        "player_id": player,
-                        "team": number,
-                        "before": {"mu": old.mu, "sigma": old.sigma, "conservative": old.mu - k * old.sigma},
-                        "after": {"mu": new.mu, "sigma": new.sigma, "conservative": new.mu - k * new.sigma},
-                    }
-                )
-        response = {
-            "match_id": match.match_id,
-            "mode": mode,
-            "played_at": match.played_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z"),
-            "created": True,
-            "quality": quality,
-            "void": False,
-            "players": players_out,
-        }
-        into.responses.append((match.pk, quality, json.dumps(response)))
+                players_out.append((player, number, old.mu, old.sigma, new.mu, new.sigma))
+        played_at = match.played_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+        response = response_json(match.match_id, mode, played_at, quality, players_out, k)
+        into.responses.append((match.pk, quality, response))
     progress(1.0)
     return into
 

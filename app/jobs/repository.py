@@ -16,21 +16,8 @@ import psycopg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.bulk import driver
 from app.leaderboards import repository as leaderboards
-
-
-async def driver(session: AsyncSession) -> psycopg.AsyncConnection[Any]:
-    """The psycopg connection under the session's transaction."""
-    connection = await session.connection()
-    raw = (await connection.get_raw_connection()).driver_connection
-    assert isinstance(raw, psycopg.AsyncConnection)
-    return raw
-
-
-async def unbounded(session: AsyncSession) -> None:
-    """Lift the request statement timeout for this transaction: jobs run long statements."""
-    await session.execute(text("SET LOCAL statement_timeout = 0"))
-
 
 # -- the job queue ----------------------------------------------------------------------
 
@@ -38,7 +25,8 @@ _CREATE = text("""
     INSERT INTO jobs (id, mode, kind, params) VALUES (:id, :mode, :kind, CAST(:params AS jsonb))
 """)
 _GET = text("""
-    SELECT id, mode, kind, status, progress, params, result, error, created_at, started_at, finished_at
+    SELECT id AS job_id, mode, kind, status, progress, params, result, error, created_at, started_at,
+           finished_at
     FROM jobs WHERE id = :id
 """)
 # SKIP LOCKED: several instances take different jobs, never the same one.

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db.bulk import unbounded
 from app.errors import NotFound
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
@@ -30,19 +31,7 @@ async def get(session: AsyncSession, job_id: str) -> JobOut:
     row = await repository.get(session, job_id)
     if row is None:
         raise NotFound(f"no job {job_id!r}")
-    return JobOut(
-        job_id=row.id,
-        mode=row.mode,
-        kind=row.kind,
-        status=row.status,
-        progress=row.progress,
-        params=row.params,
-        result=row.result,
-        error=row.error,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-    )
+    return JobOut.model_validate(dict(row._mapping))
 
 
 async def _in_thread(
@@ -60,7 +49,7 @@ async def _in_thread(
 async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, report: Report) -> dict[str, Any]:
     started = time.perf_counter()
     async with sessions() as session, session.begin():
-        await repository.unbounded(session)
+        await unbounded(session)
         rules = modes.rules_of(await modes.get_mode(session, mode))
         history = await repository.matches(session, mode)
         seeds = await repository.seeds(session, mode)
@@ -73,7 +62,7 @@ async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, repo
     )
     rated = time.perf_counter()
     async with sessions() as session, session.begin():
-        await repository.unbounded(session)
+        await unbounded(session)
         await repository.stage_matches(session, state.participants, state.responses)
         # From here on, no rating of the mode changes until the swap commits.
         await leaderboards.lock_mode(session, mode)
@@ -114,7 +103,7 @@ async def run_smooth(
 ) -> dict[str, Any]:
     started = time.perf_counter()
     async with sessions() as session, session.begin():
-        await repository.unbounded(session)
+        await unbounded(session)
         row = await modes.get_mode(session, mode)
         history = await repository.matches(session, mode)
         seeds = await repository.seeds(session, mode)
@@ -133,7 +122,7 @@ async def run_smooth(
     )
     fitted = time.perf_counter()
     async with sessions() as session, session.begin():
-        await repository.unbounded(session)
+        await unbounded(session)
         await repository.replace_curves(session, mode, job_id, result.curves)
     return {
         "matches": len(history),

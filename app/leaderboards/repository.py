@@ -20,10 +20,7 @@ LOCK_CLASS = 7240
 
 SHARED_LOCK_SQL = f"pg_advisory_xact_lock_shared({LOCK_CLASS}, hashtext(CAST(:mode AS varchar)))"
 
-_MODE = text("""
-    SELECT min_matches_for_leaderboard AS min_matches, conservative_k AS k
-    FROM modes WHERE name = :mode
-""")
+_MIN_MATCHES = text("SELECT min_matches_for_leaderboard FROM modes WHERE name = :mode")
 
 _FIRST_PAGE = text("""
     SELECT player_id, mu, sigma, conservative, matches FROM ratings
@@ -110,10 +107,10 @@ class Standing:
     below: list[Row]  # nearest first
 
 
-async def mode_rules(session: AsyncSession, mode: str) -> tuple[int, float] | None:
-    """(min_matches_for_leaderboard, conservative_k), or None for an unknown mode."""
-    row = (await session.execute(_MODE, {"mode": mode})).first()
-    return None if row is None else (int(row.min_matches), float(row.k))
+async def min_matches(session: AsyncSession, mode: str) -> int | None:
+    """The mode's min_matches_for_leaderboard, or None for an unknown mode."""
+    row = (await session.execute(_MIN_MATCHES, {"mode": mode})).first()
+    return None if row is None else int(row[0])
 
 
 async def page(

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import base64
-import json
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import NotFound, ValidationFailed
+from app import pagination
+from app.errors import NotFound
 from app.leaderboards import repository
 from app.leaderboards.repository import Row
 from app.leaderboards.schemas import Entry, LeaderboardPage, Standing
@@ -24,33 +22,23 @@ def _entry(rank: int, row: Row) -> Entry:
 
 
 def _encode(row: Row, rank: int) -> str:
-    raw = json.dumps([row.conservative, row.player_id, rank], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return pagination.encode_values([row.conservative, row.player_id, rank])
 
 
 def _decode(cursor: str) -> tuple[float, str, int]:
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        conservative, player_id, rank = raw
-        if not (isinstance(conservative, float | int) and isinstance(player_id, str) and type(rank) is int):
-            raise ValueError
-        return float(conservative), player_id, rank
-    except (ValueError, TypeError, UnicodeDecodeError):
-        raise ValidationFailed(
-            "cursor is not one this service issued",
-            errors=[{"loc": ["query", "cursor"], "msg": "invalid cursor"}],
-        ) from None
+    conservative, player_id, rank = pagination.decode_values(cursor, ((float, int), str, int))
+    return float(conservative), player_id, rank
 
 
-async def _rules(session: AsyncSession, mode: str) -> tuple[int, float]:
-    rules = await repository.mode_rules(session, mode)
-    if rules is None:
+async def _min_matches(session: AsyncSession, mode: str) -> int:
+    least = await repository.min_matches(session, mode)
+    if least is None:
         raise NotFound(f"no mode {mode!r}")
-    return rules
+    return least
 
 
 async def leaderboard(session: AsyncSession, mode: str, limit: int, cursor: str | None) -> LeaderboardPage:
-    min_matches, _ = await _rules(session, mode)
+    min_matches = await _min_matches(session, mode)
     after = None if cursor is None else _decode(cursor)
     rows = await repository.page(session, mode, min_matches, after and (after[0], after[1]), limit + 1)
     first = 1 if after is None else after[2] + 1
@@ -61,7 +49,7 @@ async def leaderboard(session: AsyncSession, mode: str, limit: int, cursor: str 
 
 
 async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> Standing:
-    await _rules(session, mode)
+    await _min_matches(session, mode)
     found = await repository.standing(session, mode, player_id, around)
     if found is None:
         raise NotFound(f"player {player_id!r} has no rating in mode {mode!r}")

@@ -41,7 +41,7 @@ def team_ranks(match: MatchIn) -> list[float]:
     return [-float(t.score) for t in match.teams]  # type: ignore[arg-type]
 
 
-def _results(ranks: list[float]) -> list[tuple[int, int, int]]:
+def team_results(ranks: list[float]) -> list[tuple[int, int, int]]:
     """(win, loss, draw) per team: a draw when tied with another team, a win when alone
     in first place, a loss otherwise."""
     best = min(ranks)
@@ -95,7 +95,7 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
 
     outcomes: list[Outcome] = []
     for index, (team, before, after, (win, loss, draw)) in enumerate(
-        zip(match.teams, groups, rated, _results(ranks), strict=True)
+        zip(match.teams, groups, rated, team_results(ranks), strict=True)
     ):
         for player, old, new in zip(team.players, before, after, strict=True):
             outcomes.append(
@@ -114,24 +114,14 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
                     draw,
                 )
             )
-    response = {
-        "match_id": match.match_id,
-        "mode": match.mode,
-        "played_at": played_at.isoformat().replace("+00:00", "Z"),
-        "created": True,
-        "quality": quality,
-        "void": False,
-        "players": [
-            {
-                "player_id": o.player_id,
-                "team": o.team,
-                "before": _rating(o.mu_before, o.sigma_before, k),
-                "after": _rating(o.mu, o.sigma, k),
-            }
-            for o in outcomes
-        ],
-    }
-    stored = json.dumps(response)
+    stored = response_json(
+        match.match_id,
+        match.mode,
+        played_at.isoformat().replace("+00:00", "Z"),
+        quality,
+        [(o.player_id, o.team, o.mu_before, o.sigma_before, o.mu, o.sigma) for o in outcomes],
+        k,
+    )
     await repository.apply(session, match_pk, rules.name, played_at, outcomes, quality, stored)
     return Recorded(stored.encode(), created=True)
 
@@ -155,7 +145,37 @@ def _coefficients(match: MatchIn, team_performance: str) -> list[list[float]] | 
     return [[1.0 if p.coefficient is None else p.coefficient for p in team.players] for team in match.teams]
 
 
-def _rating(mu: float, sigma: float, k: float) -> dict[str, float]:
+def response_json(
+    match_id: str,
+    mode: str,
+    played_at: str,
+    quality: float,
+    players: list[tuple[str, int, float, float, float, float]],
+    k: float,
+) -> str:
+    """The stored response of a rated match: what POST answers, and what a retry gets back.
+    `players` holds (player_id, team, mu before, sigma before, mu after, sigma after)."""
+    response = {
+        "match_id": match_id,
+        "mode": mode,
+        "played_at": played_at,
+        "created": True,
+        "quality": quality,
+        "void": False,
+        "players": [
+            {
+                "player_id": player,
+                "team": team,
+                "before": rating_json(mu_before, sigma_before, k),
+                "after": rating_json(mu_after, sigma_after, k),
+            }
+            for player, team, mu_before, sigma_before, mu_after, sigma_after in players
+        ],
+    }
+    return json.dumps(response)
+
+
+def rating_json(mu: float, sigma: float, k: float) -> dict[str, float]:
     return {"mu": mu, "sigma": sigma, "conservative": mu - k * sigma}
 
 
