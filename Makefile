@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
+# The ops page test drives Debian's headless Chromium.
+CHROMEDRIVER := /usr/bin/chromedriver
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: run test lint openapi bench soak clean
 
@@ -18,12 +21,16 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[embedded,dev]"
 	touch $@ $(RUN_STAMP)
 
+$(CHROMEDRIVER):
+	$(SUDO) apt-get install -y --no-install-recommends chromium chromium-driver \
+	  || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium chromium-driver; }
+
 ## run: install, migrate and serve on http://$(HOST):$(PORT) (embedded servers unless URLs are set)
 run: $(RUN_STAMP)
 	$(BIN)/python -m app serve
 
 ## test: the whole suite against real PostgreSQL and Redis (embedded unless URLs are set)
-test: $(DEV_STAMP)
+test: $(DEV_STAMP) $(CHROMEDRIVER)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
@@ -37,7 +44,7 @@ openapi: $(DEV_STAMP)
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/rating.py
 
-soak: $(DEV_STAMP)
+soak: $(DEV_STAMP) $(CHROMEDRIVER)
 	SOAK=1 $(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
 
 clean:

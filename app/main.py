@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 
 from app import background
-from app.api import health, jobs, keys, leaderboards, lobbies, matches, modes, players, problems, queues
+from app.api import health, jobs, keys, leaderboards, lobbies, matches, modes, players, problems, queues, ui
 from app.api.deps import Resources
 from app.api.middleware import BodyLimit, RequestContext
 from app.config import Settings
@@ -86,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         queues.router,
         leaderboards.router,
         jobs.router,
+        ui.router,
     ):
         app.include_router(router)
     max_body = (settings or Settings()).max_body_bytes

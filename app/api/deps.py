@@ -52,7 +52,7 @@ SessionDep = Annotated[AsyncSession, Depends(get_session)]
 RedisDep = Annotated[Redis, Depends(get_redis)]
 
 
-def _bearer(request: Request) -> str | None:
+def bearer_token(request: Request) -> str | None:
     header = request.headers.get("authorization")
     if not header:
         return None
@@ -64,7 +64,7 @@ def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
     """A dependency that lets a request through only with a key holding `scope`."""
 
     async def check(request: Request, session: SessionDep) -> Principal:
-        key = await auth_service.authenticate(session, _bearer(request), scope)
+        key = await auth_service.authenticate(session, bearer_token(request), scope)
         request.state.api_key_id = key.key_id
         return key
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -12,6 +13,7 @@ from sqlalchemy import text
 
 from app.api.deps import Resources, resources
 from app.api.problems import problem
+from app.queues import service as queues
 
 router = APIRouter(tags=["operations"])
 
@@ -55,6 +57,10 @@ async def readyz(request: Request, res: Annotated[Resources, Depends(resources)]
     response_class=Response,
     responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}},
 )
-async def metrics() -> Response:
-    """Prometheus text format."""
+async def metrics(res: Annotated[Resources, Depends(resources)]) -> Response:
+    """Prometheus text format. Queue gauges are read now; if PostgreSQL or Redis does not
+    answer within a second, the rest is still served and the gauges keep their last values."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(1.0), res.sessions() as session, session.begin():
+            await queues.refresh_depth_gauges(session, res.redis)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -10,7 +10,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app import metrics
 from app.db.bulk import unbounded
+from app.db.commit_hooks import after_commit
 from app.errors import NotFound
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
@@ -77,9 +79,11 @@ async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, repo
             replay.rate(env, k, mode, late, tail, seeds)
             await repository.stage_matches(session, tail.participants, tail.responses)
             state.skipped += tail.skipped
-        await repository.stage_ratings(session, replay.new_ratings(state))
+        written = replay.new_ratings(state)
+        await repository.stage_ratings(session, written)
         await report(0.8)
         await repository.swap_replay(session, mode)
+        after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "replay").inc(len(written)))
     finished = time.perf_counter()
     return {
         "matches": len(history) + len(late),

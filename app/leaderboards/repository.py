@@ -113,6 +113,14 @@ async def min_matches(session: AsyncSession, mode: str) -> int | None:
     return None if row is None else int(row[0])
 
 
+_SIZE = text("SELECT coalesce(sum(delta), 0) FROM leaderboard_deltas WHERE mode = :mode")
+
+
+async def size(session: AsyncSession, mode: str) -> int:
+    """How many players the mode's leaderboard holds (the sum of its bucket counts)."""
+    return int((await session.execute(_SIZE, {"mode": mode})).scalar_one())
+
+
 async def page(
     session: AsyncSession, mode: str, min_matches: int, after: tuple[float, str] | None, limit: int
 ) -> list[Row]:

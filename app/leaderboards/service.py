@@ -48,6 +48,11 @@ async def leaderboard(session: AsyncSession, mode: str, limit: int, cursor: str 
     return LeaderboardPage(entries=entries, next_cursor=_encode(page[-1], entries[-1].rank) if more else None)
 
 
+async def size(session: AsyncSession, mode: str) -> int:
+    await _min_matches(session, mode)
+    return await repository.size(session, mode)
+
+
 async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> Standing:
     await _min_matches(session, mode)
     found = await repository.standing(session, mode, player_id, around)

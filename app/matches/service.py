@@ -10,6 +10,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import metrics
+from app.db.commit_hooks import after_commit
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.matches import repository
 from app.matches.repository import Outcome, Prior
@@ -123,7 +125,13 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
         k,
     )
     await repository.apply(session, match_pk, rules.name, played_at, outcomes, quality, stored)
+    after_commit(session, lambda: _count(rules.name, len(outcomes)))
     return Recorded(stored.encode(), created=True)
+
+
+def _count(mode: str, ratings: int) -> None:
+    metrics.MATCHES_RATED.labels(mode).inc()
+    metrics.RATINGS_WRITTEN.labels(mode, "match").inc(ratings)
 
 
 def _coefficients(match: MatchIn, team_performance: str) -> list[list[float]] | None:

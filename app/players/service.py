@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app import pagination
+from app import metrics, pagination
+from app.db.commit_hooks import after_commit
 from app.errors import NotFound
 from app.jobs.smooth import at_day
 from app.matches.schemas import RatingOut
@@ -75,6 +76,7 @@ async def player_matches(
 async def set_rating(session: AsyncSession, player_id: str, mode: str, body: RatingSet) -> PlayerOut:
     await modes.get_mode(session, mode)  # 404 for an unknown mode
     await repository.set_rating(session, player_id, mode, body.mu, body.sigma)
+    after_commit(session, metrics.RATINGS_WRITTEN.labels(mode, "admin").inc)
     return await get_player(session, player_id)
 
 

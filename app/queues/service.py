@@ -11,6 +11,7 @@ import uuid
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import metrics
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.matchmaking.proposals import Ticket, canonical_attributes, propose
 from app.modes import service as modes
@@ -84,6 +85,7 @@ async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches:
         for ticket_id, entry in waiting.items()
         if now - entry[3] < rules.ticket_ttl
     ]
+    enqueued_at = {ticket_id: entry[3] for ticket_id, entry in waiting.items()}
     # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
     proposals = await asyncio.to_thread(
         propose, tickets, rules.teams, rules.team_size, rules.env, rules.relax, max_matches
@@ -99,8 +101,12 @@ async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches:
         )
         members = [p for team in proposal.teams for p in team]
         # Another caller may have taken one of these tickets since we read: then skip it.
-        if await store.claim(list(proposal.ticket_ids), members, out.model_dump_json(), time.time()):
+        claimed_at = time.time()
+        if await store.claim(list(proposal.ticket_ids), members, out.model_dump_json(), claimed_at):
             claimed.append(out)
+            metrics.MATCH_QUALITY.labels(mode).observe(proposal.quality)
+            for ticket_id in proposal.ticket_ids:
+                metrics.QUEUE_WAIT.labels(mode).observe(claimed_at - enqueued_at[ticket_id])
     return MatchmakeOut(matches=claimed)
 
 
@@ -111,3 +117,13 @@ async def stats(session: AsyncSession, redis: Redis, mode: str) -> QueueStats:
     await store.expire(now, rules.ticket_ttl)
     tickets, player_count, oldest = await store.stats(now)
     return QueueStats(tickets=tickets, players=player_count, oldest_wait_s=oldest)
+
+
+async def refresh_depth_gauges(session: AsyncSession, redis: Redis) -> None:
+    """Set the queue gauges of every mode from Redis (called when /metrics is scraped)."""
+    now = time.time()
+    for mode in await modes.list_modes(session):
+        rules = modes.rules_of(mode)
+        tickets, oldest = await QueueStore(redis, mode.name).depth(now, rules.ticket_ttl)
+        metrics.QUEUE_TICKETS.labels(mode.name).set(tickets)
+        metrics.QUEUE_OLDEST_WAIT.labels(mode.name).set(oldest)

@@ -204,6 +204,14 @@ class QueueStore:
         keys = [self.keys.skill, self.keys.age, self.keys.data, *[self.keys.ticket(t) for t in ids]]
         return int(await self.redis.eval(_EXPIRE, len(keys), *keys, repr(now), *ids))
 
+    async def depth(self, now: float, ttl: float) -> tuple[int, float]:
+        """(unexpired waiting tickets, oldest wait in seconds) in two cheap reads."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zcount(self.keys.age, repr(now - ttl), "+inf")
+            pipe.zrangebyscore(self.keys.age, repr(now - ttl), "+inf", 0, 1, withscores=True)
+            count, oldest = await pipe.execute()
+        return int(count), (now - float(oldest[0][1])) if oldest else 0.0
+
     async def stats(self, now: float) -> tuple[int, int, float]:
         """(tickets, players, oldest wait in seconds) of the waiting tickets."""
         data = await self.waiting()

@@ -1,0 +1,133 @@
+"""The ops page: server-rendered HTML for people with a `read` key.
+
+A browser cannot send a bearer header, so signing in puts the key in an HTTP-only,
+SameSite=Strict cookie scoped to /ui; `Authorization: Bearer` works too. The pages only
+read, and are left out of the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.api.deps import RedisDep, SessionDep, bearer_token
+from app.auth import service as auth_service
+from app.auth.keys import Scope
+from app.errors import AppError, Unauthorized
+from app.ui import pages
+from app.ui.render import page
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+COOKIE = "skill_ui_key"
+MAX_LOGIN_FORM = 4096
+
+
+def _presented(request: Request) -> str | None:
+    return bearer_token(request) or request.cookies.get(COOKIE) or None
+
+
+def _to_login() -> RedirectResponse:
+    return RedirectResponse("/ui/login", status_code=303)
+
+
+def _error(exc: AppError) -> HTMLResponse:
+    return page("error.html", exc.status, title=exc.title, detail=exc.detail)
+
+
+async def _allowed(request: Request, session: SessionDep) -> Response | None:
+    """None when the request holds a read key; else the sign-in redirect or a 403 page."""
+    try:
+        key = await auth_service.authenticate(session, _presented(request), Scope.read)
+    except Unauthorized:
+        return _to_login()
+    except AppError as exc:
+        return _error(exc)
+    request.state.api_key_id = key.key_id
+    return None
+
+
+@router.get("/login")
+async def login_form() -> HTMLResponse:
+    return page("login.html", signed_in=False, message=None)
+
+
+@router.post("/login")
+async def login(request: Request, session: SessionDep) -> Response:
+    body = await request.body()
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/x-www-form-urlencoded" or len(body) > MAX_LOGIN_FORM:
+        return page("login.html", 400, signed_in=False, message="Send the sign-in form.")
+    try:
+        key = parse_qs(body.decode("utf-8"), max_num_fields=4).get("key", [""])[0].strip()
+    except (UnicodeDecodeError, ValueError):
+        return page("login.html", 400, signed_in=False, message="The form is not valid UTF-8.")
+    try:
+        await auth_service.authenticate(session, key, Scope.read)
+    except AppError as exc:
+        return page("login.html", exc.status, signed_in=False, message=exc.detail)
+    response = RedirectResponse("/ui", status_code=303)
+    response.set_cookie(
+        COOKIE, key, httponly=True, samesite="strict", path="/ui", secure=request.url.scheme == "https"
+    )
+    return response
+
+
+@router.post("/logout")
+async def logout() -> Response:
+    response = _to_login()
+    response.delete_cookie(COOKIE, path="/ui")
+    return response
+
+
+@router.get("")
+async def modes(request: Request, session: SessionDep, redis: RedisDep) -> Response:
+    denied = await _allowed(request, session)
+    if denied is not None:
+        return denied
+    return page("modes.html", **await pages.modes_page(session, redis))
+
+
+@router.get("/modes/{mode}")
+async def leaderboard(
+    request: Request,
+    mode: str,
+    session: SessionDep,
+    redis: RedisDep,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> Response:
+    denied = await _allowed(request, session)
+    if denied is not None:
+        return denied
+    try:
+        return page("leaderboard.html", **await pages.leaderboard_page(session, redis, mode, cursor))
+    except AppError as exc:
+        return _error(exc)
+
+
+@router.get("/players")
+async def find_player(
+    id: Annotated[str, Query(max_length=128)], mode: Annotated[str | None, Query(max_length=128)] = None
+) -> Response:
+    """The player search box: on to the player's page."""
+    target = f"/ui/players/{quote(id.strip(), safe='')}"
+    return RedirectResponse(target + (f"?mode={quote(mode, safe='')}" if mode else ""), status_code=303)
+
+
+@router.get("/players/{player_id}")
+async def player(
+    request: Request,
+    player_id: str,
+    session: SessionDep,
+    mode: Annotated[str | None, Query(max_length=128)] = None,
+) -> Response:
+    denied = await _allowed(request, session)
+    if denied is not None:
+        return denied
+    try:
+        return page("player.html", **await pages.player_page(session, player_id, mode))
+    except AppError as exc:
+        return _error(exc)

@@ -1,0 +1,33 @@
+"""The service's own Prometheus metrics (request latency lives with the middleware).
+
+Counters of rating writes move only when their transaction commits (`after_commit`), so a
+rolled-back request never counts. Queue gauges are read from Redis when /metrics is
+scraped: the queue is shared by every instance, so any instance reports the same depth.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+MATCHES_RATED = Counter("skill_matches_rated_total", "Matches rated by POST /v1/matches", ["mode"])
+RATINGS_WRITTEN = Counter(
+    "skill_ratings_written_total",
+    "Player ratings written, by what wrote them (match, replay or admin)",
+    ["mode", "source"],
+)
+QUEUE_TICKETS = Gauge("skill_queue_tickets", "Tickets waiting in the queue", ["mode"])
+QUEUE_OLDEST_WAIT = Gauge(
+    "skill_queue_oldest_wait_seconds", "How long the oldest waiting ticket has waited", ["mode"]
+)
+QUEUE_WAIT = Histogram(
+    "skill_queue_wait_seconds",
+    "How long each matched ticket waited in the queue",
+    ["mode"],
+    buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800),
+)
+MATCH_QUALITY = Histogram(
+    "skill_formed_match_quality",
+    "Draw-probability quality (seed 000 eq. 7) of the matches the queue formed",
+    ["mode"],
+    buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0),
+)

@@ -1,0 +1,97 @@
+"""What each ops page shows, gathered from the services the API uses.
+
+Each function returns the template context of one page. Redis being down costs only the
+queue figures: the page says so and still shows everything that lives in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import NotFound
+from app.leaderboards import service as leaderboards
+from app.modes import service as modes
+from app.players import service as players
+from app.queues import service as queues
+from app.queues.schemas import QueueStats
+from app.ui.plot import Point, plot
+
+LEADERBOARD_PAGE = 50
+RECENT_MATCHES = 20
+QUEUE_TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    stats: QueueStats | None  # None when Redis did not answer
+
+    @property
+    def available(self) -> bool:
+        return self.stats is not None
+
+
+async def _queue(session: AsyncSession, redis: Redis, mode: str) -> QueueView:
+    try:
+        async with asyncio.timeout(QUEUE_TIMEOUT_S):
+            return QueueView(await queues.stats(session, redis, mode))
+    except (RedisError, OSError, TimeoutError):
+        return QueueView(None)
+
+
+async def modes_page(session: AsyncSession, redis: Redis) -> dict[str, Any]:
+    rows = []
+    for mode in await modes.list_modes(session):
+        rows.append(
+            {
+                "mode": mode,
+                "on_leaderboard": await leaderboards.size(session, mode.name),
+                "queue": await _queue(session, redis, mode.name),
+            }
+        )
+    return {"rows": rows}
+
+
+async def leaderboard_page(
+    session: AsyncSession, redis: Redis, mode: str, cursor: str | None
+) -> dict[str, Any]:
+    found = await modes.get_mode(session, mode)
+    page = await leaderboards.leaderboard(session, mode, LEADERBOARD_PAGE, cursor)
+    return {
+        "mode": found,
+        "page": page,
+        "on_leaderboard": await leaderboards.size(session, mode),
+        "queue": await _queue(session, redis, mode),
+        "is_first": cursor is None,
+    }
+
+
+async def player_page(session: AsyncSession, player_id: str, mode: str | None) -> dict[str, Any]:
+    player = await players.get_player(session, player_id)
+    rated = [r.mode for r in player.ratings]
+    chosen = mode or (rated[0] if rated else None)
+    if chosen is None:
+        raise NotFound(f"player {player_id!r} has no rating in any mode")
+    curve = await players.learning_curve(session, player_id, chosen)
+    online = [Point(p.t, p.mu, p.sigma) for p in curve.online]
+    smoothed = [Point(p.t, p.mu, p.sigma) for p in curve.smoothed or []]
+    try:
+        standing = await leaderboards.standing(session, chosen, player_id, 0)
+    except NotFound:
+        standing = None  # unrated in this mode, or below the leaderboard's minimum
+    matches = await players.player_matches(session, player_id, chosen, RECENT_MATCHES, None)
+    return {
+        "player": player,
+        "mode": chosen,
+        "modes": rated,
+        "rating": next((r for r in player.ratings if r.mode == chosen), None),
+        "standing": standing,
+        "curve": curve,
+        "plot": plot([("online rating", "online", online), ("smoothed (TTT)", "smoothed", smoothed)]),
+        "matches": matches.matches,
+    }

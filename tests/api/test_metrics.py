@@ -1,0 +1,92 @@
+"""Domain metrics: matches rated, ratings written, queue depth and waits, formed quality."""
+
+from __future__ import annotations
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.jobs.test_jobs import run_job
+
+Headers = dict[str, str]
+
+
+async def scrape(client: httpx.AsyncClient) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    response = await client.get("/metrics")
+    assert response.status_code == 200
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def match(mode: str, n: int, *teams: list[str]) -> dict[str, object]:
+    return {
+        "match_id": f"{mode}-{n}",
+        "mode": mode,
+        "teams": [{"players": [{"id": p} for p in team], "rank": i} for i, team in enumerate(teams)],
+    }
+
+
+async def test_rated_matches_and_written_ratings_count_only_what_committed(
+    client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    posted = await client.post("/v1/matches", json=match(mode, 1, ["a", "b"], ["c"]), headers=admin_headers)
+    assert posted.status_code == 201
+    again = await client.post("/v1/matches", json=match(mode, 1, ["a", "b"], ["c"]), headers=admin_headers)
+    assert again.status_code == 200  # the same match again: applied once, counted once
+    unknown = await client.post(
+        "/v1/matches", json=match(f"{mode}-missing", 2, ["a"], ["c"]), headers=admin_headers
+    )
+    assert unknown.status_code == 404
+    seeded = await client.put(
+        f"/v1/players/d/ratings/{mode}", json={"mu": 30, "sigma": 2}, headers=admin_headers
+    )
+    assert seeded.status_code == 200
+
+    samples = await scrape(client)
+    assert value(samples, "skill_matches_rated_total", mode=mode) == 1
+    assert value(samples, "skill_ratings_written_total", mode=mode, source="match") == 3
+    assert value(samples, "skill_ratings_written_total", mode=mode, source="admin") == 1
+    assert value(samples, "skill_matches_rated_total", mode=f"{mode}-missing") == 0
+
+    job = await run_job(client, admin_headers, mode, {"kind": "replay"})
+    assert job["status"] == "done", job
+    samples = await scrape(client)
+    assert (
+        value(samples, "skill_ratings_written_total", mode=mode, source="replay") == job["result"]["players"]
+    )
+    assert (
+        value(
+            samples, "http_request_duration_seconds_count", method="POST", route="/v1/matches", status="201"
+        )
+        >= 1
+    )
+
+
+async def test_queue_depth_waits_and_formed_quality(
+    client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    for player in ("w1", "w2", "w3"):
+        ticket = await client.post(
+            f"/v1/queues/{mode}/tickets", json={"players": [player]}, headers=admin_headers
+        )
+        assert ticket.status_code == 201
+    samples = await scrape(client)
+    assert value(samples, "skill_queue_tickets", mode=mode) == 3
+    assert value(samples, "skill_queue_oldest_wait_seconds", mode=mode) >= 0
+
+    formed = await client.post(f"/v1/queues/{mode}/matchmake", json={"max_matches": 5}, headers=admin_headers)
+    assert formed.status_code == 200
+    proposals = formed.json()["matches"]
+    assert len(proposals) == 1
+    samples = await scrape(client)
+    assert value(samples, "skill_queue_tickets", mode=mode) == 1
+    assert value(samples, "skill_formed_match_quality_count", mode=mode) == 1
+    assert value(samples, "skill_formed_match_quality_sum", mode=mode) == proposals[0]["quality"]
+    assert value(samples, "skill_queue_wait_seconds_count", mode=mode) == 2
+    assert 0 <= value(samples, "skill_queue_wait_seconds_sum", mode=mode) < 60

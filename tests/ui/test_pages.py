@@ -1,0 +1,177 @@
+"""The ops page over HTTP: sign-in, modes with queue depth, leaderboard paging, player plots."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from app.ui.plot import Point, nice_step, plot, thin
+from tests.jobs.test_jobs import run_job
+
+Headers = dict[str, str]
+
+
+async def new_key(client: httpx.AsyncClient, admin: Headers, scopes: list[str]) -> str:
+    response = await client.post("/v1/keys", json={"name": "ui", "scopes": scopes}, headers=admin)
+    assert response.status_code == 201
+    return str(response.json()["key"])
+
+
+async def sign_in(client: httpx.AsyncClient, key: str) -> httpx.Response:
+    return await client.post(
+        "/ui/login", content=f"key={key}", headers={"content-type": "application/x-www-form-urlencoded"}
+    )
+
+
+async def test_pages_need_a_read_key_and_sign_in_sets_a_strict_cookie(
+    client: httpx.AsyncClient, admin_headers: Headers
+) -> None:
+    first = await client.get("/ui")
+    assert first.status_code == 303 and first.headers["location"] == "/ui/login"
+    form = await client.get("/ui/login")
+    assert form.status_code == 200 and 'name="key"' in form.text
+
+    wrong = await sign_in(client, "ssk_deadbeefdeadbeef_nope")
+    assert wrong.status_code == 401 and "unknown or revoked API key" in wrong.text
+    queue_only = await sign_in(client, await new_key(client, admin_headers, ["matchmaking"]))
+    assert queue_only.status_code == 403 and "lacks the &#39;read&#39; scope" in queue_only.text
+    not_a_form = await client.post("/ui/login", json={"key": "x"})
+    assert not_a_form.status_code == 400
+
+    key = await new_key(client, admin_headers, ["read"])
+    signed = await sign_in(client, key)
+    assert signed.status_code == 303 and signed.headers["location"] == "/ui"
+    cookie = signed.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
+    client.cookies.set("skill_ui_key", key)
+    page = await client.get("/ui")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert page.headers["cache-control"] == "no-store"
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    # A bearer header works as well as the cookie.
+    assert (await client.get("/ui", headers={"Authorization": f"Bearer {key}"})).status_code == 200
+
+    revoked_id = (await client.get("/v1/keys", headers=admin_headers)).json()
+    mine = [k for k in revoked_id["keys"] if k["name"] == "ui"][-1]["id"]
+    assert (await client.delete(f"/v1/keys/{mine}", headers=admin_headers)).status_code == 204
+    again = await client.get("/ui")
+    assert again.status_code == 303
+
+    out = await client.post("/ui/logout")
+    assert out.status_code == 303 and 'skill_ui_key=""' in out.headers["set-cookie"]
+
+
+async def test_modes_page_lists_each_mode_with_its_queue_depth(
+    client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    for player in ("qa", "qb", "qc"):
+        created = await client.post(
+            f"/v1/queues/{mode}/tickets", json={"players": [player]}, headers=admin_headers
+        )
+        assert created.status_code == 201
+    page = await client.get("/ui", headers=admin_headers)
+    assert page.status_code == 200
+    row = re.search(rf'<tr>\s*<td><a href="/ui/modes/{mode}">{mode}</a>.*?</tr>', page.text, re.S)
+    assert row is not None, page.text
+    assert "3 tickets · 3 players" in row.group(0)
+
+
+async def test_leaderboard_pages_follow_the_api_order(
+    client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    for n in range(57):
+        response = await client.put(
+            f"/v1/players/lb{n:02d}/ratings/{mode}",
+            json={"mu": 20 + (n * 7) % 57 / 5, "sigma": 3.0},
+            headers=admin_headers,
+        )
+        assert response.status_code == 200
+    api = (await client.get(f"/v1/leaderboards/{mode}?limit=100", headers=admin_headers)).json()
+    order = [e["player_id"] for e in api["entries"]]
+    assert len(order) == 57
+
+    first = await client.get(f"/ui/modes/{mode}", headers=admin_headers)
+    assert first.status_code == 200
+    shown = re.findall(r'<a href="/ui/players/(lb\d\d)\?mode=', first.text)
+    assert shown == order[:50]
+    assert '<b id="total">57</b>' in first.text
+    following = re.search(r'href="(/ui/modes/[^"]+\?cursor=[^"]+)" id="next-page"', first.text)
+    assert following is not None
+    second = await client.get(following.group(1).replace("&amp;", "&"), headers=admin_headers)
+    assert re.findall(r'<a href="/ui/players/(lb\d\d)\?mode=', second.text) == order[50:]
+    ranks = re.findall(r'<td class="num">(\d+)</td>\s*<td><a href="/ui/players/', second.text)
+    assert ranks == [str(r) for r in range(51, 58)]
+    assert 'id="next-page"' not in second.text and 'id="first-page"' in second.text
+
+    missing = await client.get("/ui/modes/no-such-mode", headers=admin_headers)
+    assert missing.status_code == 404 and "no mode" in missing.text
+    bad_cursor = await client.get(f"/ui/modes/{mode}?cursor=zzz", headers=admin_headers)
+    assert bad_cursor.status_code == 422 and "<html" in bad_cursor.text and "cursor" in bad_cursor.text
+
+
+async def test_player_page_plots_the_history_and_the_smoothed_curve(
+    client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    for n in range(6):
+        body = {
+            "match_id": f"{mode}-p{n}",
+            "mode": mode,
+            "played_at": f"2026-03-{n + 1:02d}T12:00:00Z",
+            "teams": [
+                {"players": [{"id": "pa"}], "rank": n % 2},
+                {"players": [{"id": "pb"}], "rank": 1 - n % 2},
+            ],
+        }
+        assert (await client.post("/v1/matches", json=body, headers=admin_headers)).status_code == 201
+    page = await client.get(f"/ui/players/pa?mode={mode}", headers=admin_headers)
+    assert page.status_code == 200
+    assert '<svg id="rating-plot"' in page.text
+    assert re.search(
+        r'<path class="line online" data-points="6" d="M[\d.]+,[\d.]+( L[\d.]+,[\d.]+){5}"', page.text
+    )
+    assert 'class="line smoothed"' not in page.text and "run a <code>smooth</code> job" in page.text
+    assert page.text.count(f"{mode}-p") == 6  # the recent matches table
+
+    job = await run_job(client, admin_headers, mode, {"kind": "smooth"})
+    assert job["status"] == "done", job
+    smoothed = await client.get(f"/ui/players/pa?mode={mode}", headers=admin_headers)
+    assert re.search(r'<path class="band smoothed" data-points="6" d="M[^"]+ Z"', smoothed.text)
+
+    search = await client.get(f"/ui/players?id=pa&mode={mode}", headers=admin_headers)
+    assert search.status_code == 303 and search.headers["location"] == f"/ui/players/pa?mode={mode}"
+    hostile = await client.get("/ui/players/%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E", headers=admin_headers)
+    assert hostile.status_code == 404 and hostile.headers["content-type"].startswith("text/html")
+    assert "<img src=x" not in hostile.text and "&lt;img src=x onerror=alert(1)&gt;" in hostile.text
+
+
+def at(day: int) -> Point:
+    import datetime as dt
+
+    return Point(dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=day), 25.0 + day, 8.0 - day / 10)
+
+
+def test_plot_geometry_stays_in_the_frame_and_brackets_every_band() -> None:
+    drawn = plot([("a", "online", [at(d) for d in range(30)]), ("b", "smoothed", [])])
+    assert drawn is not None and [c.css for c in drawn.curves] == ["online"]
+    numbers = [float(v) for v in re.findall(r"[\d.]+", drawn.curves[0].band + drawn.curves[0].line)]
+    xs, ys = numbers[0::2], numbers[1::2]
+    assert min(xs) >= drawn.left - 1e-9 and max(xs) <= drawn.right + 1e-9
+    assert min(ys) >= drawn.top - 1e-9 and max(ys) <= drawn.bottom + 1e-9
+    labels = [float(t.label) for t in drawn.y_ticks]
+    assert labels[0] <= 25.0 - 8.0 and labels[-1] >= 54.0 + 5.1
+    assert plot([("a", "online", [])]) is None
+    single = plot([("a", "online", [at(0)])])
+    assert single is not None and single.x_ticks[0].label < single.x_ticks[-1].label
+
+
+@pytest.mark.parametrize(("span", "step"), [(10.0, 2.0), (37.0, 10.0), (0.3, 0.1), (1000.0, 200.0)])
+def test_ticks_use_one_two_five_steps(span: float, step: float) -> None:
+    assert nice_step(span, 5) == pytest.approx(step)
+
+
+def test_long_histories_are_thinned_but_keep_the_last_point() -> None:
+    points = [at(d) for d in range(4001)]
+    kept = thin(points, 1500)
+    assert len(kept) <= 1501 and kept[0] is points[0] and kept[-1] is points[-1]
