@@ -34,6 +34,10 @@ class Settings(BaseSettings):
     db_statement_timeout_ms: int = Field(5000, ge=100, le=600_000)
     redis_timeout_s: float = Field(5.0, gt=0, le=60)
     max_body_bytes: int = Field(1_048_576, ge=1024, le=64 * 1_048_576)
+    rate_limit_per_s: float = Field(
+        1000.0, ge=0, le=1_000_000, description="Requests a second per API key and process; 0: no limit"
+    )
+    rate_limit_burst: int = Field(2000, ge=1, le=10_000_000, description="Requests a key may burst")
     maintenance_every_s: float = Field(
         5.0, gt=0, le=3600, description="How often background work (leaderboard counts, jobs) runs"
     )

@@ -15,7 +15,7 @@ from sqlalchemy import text
 from app import background
 from app.api import health, jobs, keys, leaderboards, lobbies, matches, modes, players, problems, queues, ui
 from app.api.deps import Resources
-from app.api.middleware import BodyLimit, RequestContext
+from app.api.middleware import RequestBody, RequestContext
 from app.config import Settings
 from app.db.engine import build_engine, build_sessionmaker
 from app.infra.embedded import EmbeddedServers
@@ -90,6 +90,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ):
         app.include_router(router)
     max_body = (settings or Settings()).max_body_bytes
-    app.add_middleware(BodyLimit, max_bytes=max_body)
+    app.add_middleware(RequestBody, max_bytes=max_body)
     app.add_middleware(RequestContext)
     return app

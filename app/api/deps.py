@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -12,8 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth import service as auth_service
 from app.auth.keys import Scope
+from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
 from app.config import Settings
+from app.errors import TooManyRequests
 
 
 @dataclass
@@ -24,6 +27,10 @@ class Resources:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     redis: Redis
+    limits: TokenBuckets = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.limits = TokenBuckets(self.settings.rate_limit_per_s, self.settings.rate_limit_burst)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`
@@ -66,6 +73,12 @@ def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
     async def check(request: Request, session: SessionDep) -> Principal:
         key = await auth_service.authenticate(session, bearer_token(request), scope)
         request.state.api_key_id = key.key_id
+        wait = request.app.state.resources.limits.take(key.key_id)
+        if wait > 0:
+            raise TooManyRequests(
+                "this key is over its request rate; retry after the given seconds",
+                headers={"Retry-After": str(max(1, math.ceil(wait)))},
+            )
         return key
 
     check.__name__ = f"require_{scope.name}"

@@ -1,4 +1,4 @@
-"""Pure ASGI middleware: request ids, access logs, latency metrics and body limits."""
+"""Pure ASGI middleware: request ids, access logs, latency metrics and request-body checks."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import logging
 import re
 import time
 import uuid
+from http import HTTPStatus
 from typing import Any
 
 from prometheus_client import Counter, Histogram
@@ -81,8 +82,17 @@ class RequestContext:
             request_id.reset(token)
 
 
-class BodyLimit:
-    """413 problem+json for bodies over the limit, before the app reads them."""
+class RequestBody:
+    """Reject bad request bodies before the app reads them, each with its own problem+json.
+
+    - over `max_bytes` (declared or streamed): 413;
+    - API writes (/v1/, POST/PUT/PATCH with a body) not sent as application/json: 415;
+    - ... not UTF-8, not JSON, nested deeper than MAX_DEPTH, NaN/Infinity literals, or a
+      number out of the float range: 400 naming the problem.
+
+    JSON bodies are buffered (they are small and already bounded) and checked with the
+    C decoder; the app then parses the same bytes again, which costs microseconds.
+    """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -92,10 +102,17 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _too_large(scope, send, self.max_bytes)
+            await _problem(scope, send, 413, f"request body exceeds {self.max_bytes} bytes")
             return
+        if scope["method"] in _WRITES and scope["path"].startswith("/v1/"):
+            await self._checked_json(scope, receive, send, headers)
+            return
+        await self.app(scope, self._limited(receive), send)
+
+    def _limited(self, receive: Receive) -> Receive:
         received = 0
 
         async def limited_receive() -> Message:
@@ -108,23 +125,125 @@ class BodyLimit:
                     raise HTTPException(413, f"request body exceeds {self.max_bytes} bytes")
             return message
 
-        await self.app(scope, limited_receive, send)
+        return limited_receive
+
+    async def _checked_json(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
+    ) -> None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await _problem(scope, send, 413, f"request body exceeds {self.max_bytes} bytes")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if body.strip():
+            media = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+            if media != b"application/json" and not media.endswith(b"+json"):
+                shown = media.decode("latin-1") or "none"
+                await _problem(
+                    scope, send, 415, f"send the body as Content-Type: application/json, not {shown}"
+                )
+                return
+            wrong = json_problem(body)
+            if wrong is not None:
+                await _problem(scope, send, 400, wrong)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
-async def _too_large(scope: Scope, send: Send, limit: int) -> None:
+_WRITES = {"POST", "PUT", "PATCH"}
+MAX_DEPTH = 32
+MAX_INT_DIGITS = 300  # beyond any float: 1e308
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not valid JSON; send a finite number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _NotJson(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise _NotJson(f"an integer of {len(text)} digits is out of range (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def json_problem(body: bytes) -> str | None:
+    """What is wrong with a JSON request body, or None when nothing is."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the body is not UTF-8: invalid byte at position {exc.start}"
+    # Depth first, by brackets outside strings, so a hostile body never reaches the decoder's
+    # recursion. Most bodies have few brackets; this loop stays over a short list.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
+        return f"the JSON is nested deeper than {MAX_DEPTH} levels"
+    try:
+        json.loads(text, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int)
+    except _NotJson as exc:
+        return str(exc)
+    except RecursionError:
+        return f"the JSON is nested deeper than {MAX_DEPTH} levels"
+    except ValueError as exc:
+        return f"the body is not valid JSON: {exc}"
+    return None
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _depth(text: str) -> int:
+    depth = deepest = 0
+    for token in _TOKENS.findall(text):
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
+    return deepest
+
+
+async def _problem(scope: Scope, send: Send, status: int, detail: str) -> None:
     body = json.dumps(
         {
             "type": "about:blank",
-            "title": "Content Too Large",
-            "status": 413,
-            "detail": f"request body exceeds {limit} bytes",
+            "title": HTTPStatus(status).phrase,
+            "status": status,
+            "detail": detail,
             "instance": scope["path"],
         }
     ).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/problem+json"),
                 (b"content-length", str(len(body)).encode()),

@@ -53,14 +53,15 @@ async def test_validation_error_names_the_field(
     assert "scopes" in body["detail"]
 
 
-async def test_malformed_json_is_422_problem(
+async def test_malformed_json_is_400_problem(
     client: httpx.AsyncClient, admin_headers: dict[str, str]
 ) -> None:
     response = await client.post(
         "/v1/keys", content=b"{not json", headers={**admin_headers, "content-type": "application/json"}
     )
-    assert response.status_code == 422
+    assert response.status_code == 400
     assert response.headers["content-type"] == PROBLEM
+    assert response.json()["detail"].startswith("the body is not valid JSON: Expecting property name")
 
 
 async def test_request_id_is_echoed_or_generated(client: httpx.AsyncClient) -> None:
