@@ -76,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Skill service", version="1.0.0", description=DESCRIPTION, lifespan=lifespan)
     problems.install(app)
+    problems.document(app)
     for router in (
         health.router,
         keys.router,

@@ -31,13 +31,23 @@ async def post_match(body: MatchIn, session: SessionDep, _: ResultsKey) -> Respo
     return Response(result.json, status_code=201 if result.created else 200, media_type="application/json")
 
 
-@router.get("/{match_id}", operation_id="get_match", response_model=MatchOut)
+@router.get(
+    "/{match_id}",
+    operation_id="get_match",
+    response_model=MatchOut,
+    responses={409: {"description": "Imported and not rated yet (a replay job rates it)"}},
+)
 async def get_match(match_id: Identifier, session: SessionDep, _: ReadKey) -> MatchOut:
     """The stored result of a match."""
     return await service.get_match(session, match_id)
 
 
-@router.post("/{match_id}/void", operation_id="void_match", response_model=MatchOut)
+@router.post(
+    "/{match_id}/void",
+    operation_id="void_match",
+    response_model=MatchOut,
+    responses={409: {"description": "Imported and not rated yet (a replay job rates it)"}},
+)
 async def void_match(match_id: Identifier, session: SessionDep, _: AdminKey) -> MatchOut:
     """Mark a match void. Ratings are corrected by the next replay job."""
     return await service.void_match(session, match_id)

@@ -205,6 +205,8 @@ def json_problem(body: bytes) -> str | None:
     # recursion. Most bodies have few brackets; this loop stays over a short list.
     if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
         return f"the JSON is nested deeper than {MAX_DEPTH} levels"
+    if "\\u0000" in text and _NUL.search(text):
+        return "strings may not contain the NUL character (\\u0000)"
     try:
         json.loads(text, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int)
     except _NotJson as exc:
@@ -216,6 +218,8 @@ def json_problem(body: bytes) -> str | None:
     return None
 
 
+# \u0000 not itself escaped (an odd run of backslashes before it).
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 

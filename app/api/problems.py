@@ -9,8 +9,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import AppError
@@ -79,6 +80,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        if isinstance(exc, DataError):
+            # A value PostgreSQL cannot hold that validation let through: the client's input.
+            log.warning("rejected value: %s", exc.orig.__class__.__name__)
+            return problem(422, f"a value cannot be stored: {str(exc.orig).splitlines()[0]}", request)
         if exc.connection_invalidated:
             return problem(
                 503, "the database connection was lost; retry shortly", request, headers={"Retry-After": "2"}
@@ -97,3 +102,69 @@ def install(app: FastAPI) -> None:
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
         return problem(500, "internal error", request)
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details: every error the API answers."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    errors: list[dict[str, Any]] | None = Field(None, description="per-field validation errors (422)")
+
+
+_KEYED = {
+    "401": "Missing, unknown or revoked API key",
+    "403": "The key lacks the scope this operation needs",
+    "429": "The key is over its request rate (see Retry-After)",
+}
+_ALWAYS = {
+    "404": "Unknown route or resource",
+    "422": "A parameter or the body fails validation",
+    "503": "PostgreSQL or Redis is unavailable (see Retry-After)",
+}
+_WITH_BODY = {
+    "400": (
+        "The body is not UTF-8 JSON, is nested too deeply, or holds NaN, Infinity, "
+        "an out-of-range number or a NUL character"
+    ),
+    "413": "The body is over the size limit",
+    "415": "The body is not application/json",
+}
+
+
+def document(app: FastAPI) -> None:
+    """Declare the problem+json errors on every operation of the OpenAPI document."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = FastAPI.openapi(app)  # builds and caches the plain document; amended in place
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components["Problem"] = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+        for path, item in schema["paths"].items():
+            for operation in item.values():
+                statuses: dict[str, str] = {}
+                if path.startswith("/v1/"):
+                    statuses |= _KEYED | _ALWAYS
+                    if "requestBody" in operation:
+                        statuses |= _WITH_BODY
+                responses = operation["responses"]
+                for status, description in statuses.items():
+                    known = responses.get(status, {})
+                    responses[status] = {
+                        "description": known.get("description", description)
+                        if status != "422"
+                        else description,
+                        "content": {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+                    }
+                for status, response in responses.items():
+                    if status[0] in "45" and "content" not in response:
+                        response["content"] = {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+        for unused in ("HTTPValidationError", "ValidationError"):
+            components.pop(unused, None)
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -17,6 +17,7 @@ router = APIRouter(prefix="/v1/queues", tags=["matchmaking queue"])
     operation_id="create_ticket",
     status_code=status.HTTP_201_CREATED,
     response_model=TicketCreated,
+    responses={409: {"description": "A player already holds an active ticket in this mode"}},
 )
 async def create_ticket(
     mode: Identifier, body: TicketIn, session: SessionDep, redis: RedisDep, _: MatchmakingKey
@@ -35,7 +36,10 @@ async def get_ticket(
 
 
 @router.delete(
-    "/{mode}/tickets/{ticket_id}", operation_id="cancel_ticket", status_code=status.HTTP_204_NO_CONTENT
+    "/{mode}/tickets/{ticket_id}",
+    operation_id="cancel_ticket",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={409: {"description": "The ticket was already matched"}},
 )
 async def cancel_ticket(
     mode: Identifier, ticket_id: Identifier, redis: RedisDep, _: MatchmakingKey
