@@ -55,7 +55,9 @@ async def get_redis(res: Annotated[Resources, Depends(resources)]) -> Redis:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-SessionDep = Annotated[AsyncSession, Depends(get_session)]
+# scope="function": the transaction commits before the response is sent, so a client is
+# never told 201 for a write whose commit then failed (or whose process then died).
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 RedisDep = Annotated[Redis, Depends(get_redis)]
 
 

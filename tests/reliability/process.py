@@ -1,0 +1,85 @@
+"""A real uvicorn process of the service, to kill, restart and run beside another."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.conftest import ADMIN_KEY
+
+ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
+# `make soak` sets SOAK=1: the same tests, run several times longer.
+SOAK = os.environ.get("SOAK") == "1"
+
+
+def scaled(seconds: float) -> float:
+    return seconds * 10 if SOAK else seconds
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Service:
+    """One API process on the given database and Redis; `port` stays the same across restarts."""
+
+    def __init__(self, database_url: str, redis_url: str, **settings: str) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "REDIS_URL": redis_url,
+            "ADMIN_API_KEY": ADMIN_KEY,
+            "LOG_LEVEL": "WARNING",
+            "DB_POOL_SIZE": "20",
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
+            "RATE_LIMIT_PER_S": "0",
+            **settings,
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, ready_within: float = 60.0) -> Service:
+        # `serve` as operators run it: migrate, make sure the bootstrap key exists, then serve.
+        self.process = subprocess.Popen([sys.executable, "-m", "app", "serve"], env=self.env)
+        deadline = time.monotonic() + ready_within
+        while True:
+            try:
+                if httpx.get(f"{self.base}/healthz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError("the service did not start")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """kill -9: no shutdown hooks, no flushing, connections cut mid-request."""
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+    def __enter__(self) -> Service:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
