@@ -183,6 +183,9 @@ class Job(Base):
     created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
     started_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    # Touched every few seconds by the running process; stale means that process died.
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
 
     __table_args__ = (
         CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name="status"),

@@ -29,14 +29,30 @@ _GET = text("""
            finished_at
     FROM jobs WHERE id = :id
 """)
-# SKIP LOCKED: several instances take different jobs, never the same one.
-_CLAIM = text("""
-    UPDATE jobs SET status = 'running', started_at = now()
+# A running job whose heartbeat is older than this lost its process.
+STALE_AFTER_S = 60
+MAX_ATTEMPTS = 3
+# SKIP LOCKED: several instances take different jobs, never the same one. A queued job, or
+# a running one whose process died, is taken; one that died MAX_ATTEMPTS times fails.
+_GIVE_UP = text(f"""
+    UPDATE jobs SET status = 'failed', finished_at = now(),
+      error = 'the process running it stopped {MAX_ATTEMPTS} times; submit it again'
+    WHERE status = 'running' AND attempts >= {MAX_ATTEMPTS}
+      AND heartbeat_at < now() - make_interval(secs => {STALE_AFTER_S})
+""")
+_CLAIM = text(f"""
+    UPDATE jobs SET status = 'running', started_at = now(), heartbeat_at = now(),
+      attempts = attempts + 1, progress = 0
     WHERE id = (
-        SELECT id FROM jobs WHERE status = 'queued' ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED
+        SELECT id FROM jobs
+        WHERE status = 'queued'
+           OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => {STALE_AFTER_S}))
+        ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED
     )
     RETURNING id, mode, kind, params
 """)
+_REQUEUE = text("UPDATE jobs SET status = 'queued', progress = 0 WHERE id = :id AND status = 'running'")
+_HEARTBEAT = text("UPDATE jobs SET heartbeat_at = now() WHERE id = :id AND status = 'running'")
 _PROGRESS = text("UPDATE jobs SET progress = :progress WHERE id = :id")
 _DONE = text("""
     UPDATE jobs SET status = 'done', progress = 1, result = CAST(:result AS jsonb), finished_at = now()
@@ -54,7 +70,16 @@ async def get(session: AsyncSession, job_id: str) -> Any:
 
 
 async def claim(session: AsyncSession) -> Any:
+    await session.execute(_GIVE_UP)
     return (await session.execute(_CLAIM)).first()
+
+
+async def requeue(session: AsyncSession, job_id: str) -> None:
+    await session.execute(_REQUEUE, {"id": job_id})
+
+
+async def heartbeat(session: AsyncSession, job_id: str) -> None:
+    await session.execute(_HEARTBEAT, {"id": job_id})
 
 
 async def progress(session: AsyncSession, job_id: str, value: float) -> None:

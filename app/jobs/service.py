@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -20,6 +21,8 @@ from app.leaderboards import repository as leaderboards
 from app.modes import service as modes
 
 Report = Callable[[float], Awaitable[None]]
+# How often a running job says it is alive (repository.STALE_AFTER_S is when it is presumed dead).
+HEARTBEAT_S = 5.0
 
 
 async def submit(session: AsyncSession, mode: str, job: JobIn) -> JobAccepted:
@@ -158,14 +161,41 @@ async def run(
         async with sessions() as session, session.begin():
             await repository.progress(session, job_id, round(min(max(value, 0.0), 1.0), 4))
 
+    async def beat() -> None:
+        # Separate from progress: long database phases report none, but the job is alive.
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            with contextlib.suppress(Exception):  # a missed beat is fine; a minute of them is not
+                async with sessions() as session, session.begin():
+                    await repository.heartbeat(session, job_id)
+
+    heart = asyncio.create_task(beat())
+    try:
+        await _run_kind(sessions, job_id, mode, kind, params, report)
+    finally:
+        heart.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heart
+
+
+async def _run_kind(
+    sessions: async_sessionmaker[AsyncSession],
+    job_id: str,
+    mode: str,
+    kind: str,
+    params: dict[str, Any],
+    report: Report,
+) -> None:
     try:
         if kind == "replay":
             result = await run_replay(sessions, mode, report)
         else:
             result = await run_smooth(sessions, mode, job_id, params, report)
     except asyncio.CancelledError:
+        # The service is shutting down: hand the job back, and another process (or this one
+        # after its restart) runs it again from the start.
         async with sessions() as session, session.begin():
-            await repository.failed(session, job_id, "the service stopped while the job ran; submit it again")
+            await repository.requeue(session, job_id)
         raise
     except Exception as exc:
         async with sessions() as session, session.begin():
