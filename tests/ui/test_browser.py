@@ -19,6 +19,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.conftest import ADMIN_KEY
 
@@ -42,6 +45,11 @@ def browser() -> Iterator[webdriver.Chrome]:
         yield driver
     finally:
         driver.quit()
+
+
+def shown(browser: webdriver.Chrome, by: str, value: str) -> WebElement:
+    """The element once the page has it (the suite's database holds many modes: pages take a moment)."""
+    return WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((by, value)))
 
 
 def near(pixel: tuple[int, ...], colour: tuple[int, int, int], tolerance: int = 40) -> bool:
@@ -81,12 +89,13 @@ def test_player_page_draws_the_rating_plot_in_chromium(
     assert browser.current_url.endswith("/ui/login")
     browser.find_element(By.ID, "key").send_keys(ADMIN_KEY)
     browser.find_element(By.ID, "sign-in").click()
-    assert browser.find_element(By.ID, "modes").is_displayed()
-    browser.find_element(By.LINK_TEXT, mode).click()
-    assert browser.find_element(By.ID, "leaderboard").is_displayed()
-    browser.find_element(By.LINK_TEXT, "hero").click()
+    # A click starts a navigation; wait for the next page's element rather than race it.
+    assert shown(browser, By.ID, "modes").is_displayed()
+    shown(browser, By.LINK_TEXT, mode).click()
+    assert shown(browser, By.ID, "leaderboard").is_displayed()
+    shown(browser, By.LINK_TEXT, "hero").click()
 
-    plot = browser.find_element(By.ID, "rating-plot")
+    plot = shown(browser, By.ID, "rating-plot")
     assert plot.is_displayed() and plot.size["width"] >= 700 and plot.size["height"] >= 300
     lines = {p.get_attribute("class"): p for p in plot.find_elements(By.TAG_NAME, "path")}
     assert {"band online", "line online", "band smoothed", "line smoothed"} <= set(lines)
