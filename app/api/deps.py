@@ -72,10 +72,12 @@ def bearer_token(request: Request) -> str | None:
 def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
     """A dependency that lets a request through only with a key holding `scope`."""
 
-    async def check(request: Request, session: SessionDep) -> Principal:
+    async def check(
+        request: Request, session: SessionDep, res: Annotated[Resources, Depends(resources)]
+    ) -> Principal:
         key = await auth_service.authenticate(session, bearer_token(request), scope)
         request.state.api_key_id = key.key_id
-        wait = request.app.state.resources.limits.take(key.key_id)
+        wait = res.limits.take(key.key_id)
         if wait > 0:
             raise TooManyRequests(
                 "this key is over its request rate; retry after the given seconds",

@@ -7,7 +7,8 @@ read, and are left out of the OpenAPI document.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Query, Request
@@ -38,8 +39,11 @@ def _error(exc: AppError) -> HTMLResponse:
     return page("error.html", exc.status, title=exc.title, detail=exc.detail)
 
 
-async def _allowed(request: Request, session: SessionDep) -> Response | None:
-    """None when the request holds a read key; else the sign-in redirect or a 403 page."""
+async def _signed_in_page(
+    request: Request, session: SessionDep, template: str, build: Callable[[], Awaitable[dict[str, Any]]]
+) -> Response:
+    """`template` filled by `build` for a request holding a read key; else the sign-in
+    redirect, or an error page (403, or what building the page raised)."""
     try:
         key = await auth_service.authenticate(session, _presented(request), Scope.read)
     except Unauthorized:
@@ -47,7 +51,10 @@ async def _allowed(request: Request, session: SessionDep) -> Response | None:
     except AppError as exc:
         return _error(exc)
     request.state.api_key_id = key.key_id
-    return None
+    try:
+        return page(template, **await build())
+    except AppError as exc:
+        return _error(exc)
 
 
 @router.get("/login")
@@ -85,10 +92,7 @@ async def logout() -> Response:
 
 @router.get("")
 async def modes(request: Request, session: SessionDep, redis: RedisDep) -> Response:
-    denied = await _allowed(request, session)
-    if denied is not None:
-        return denied
-    return page("modes.html", **await pages.modes_page(session, redis))
+    return await _signed_in_page(request, session, "modes.html", lambda: pages.modes_page(session, redis))
 
 
 @router.get("/modes/{mode}")
@@ -99,13 +103,8 @@ async def leaderboard(
     redis: RedisDep,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> Response:
-    denied = await _allowed(request, session)
-    if denied is not None:
-        return denied
-    try:
-        return page("leaderboard.html", **await pages.leaderboard_page(session, redis, mode, cursor))
-    except AppError as exc:
-        return _error(exc)
+    build = lambda: pages.leaderboard_page(session, redis, mode, cursor)  # noqa: E731
+    return await _signed_in_page(request, session, "leaderboard.html", build)
 
 
 @router.get("/players")
@@ -124,10 +123,5 @@ async def player(
     session: SessionDep,
     mode: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response:
-    denied = await _allowed(request, session)
-    if denied is not None:
-        return denied
-    try:
-        return page("player.html", **await pages.player_page(session, player_id, mode))
-    except AppError as exc:
-        return _error(exc)
+    build = lambda: pages.player_page(session, player_id, mode)  # noqa: E731
+    return await _signed_in_page(request, session, "player.html", build)

@@ -116,6 +116,14 @@ async def min_matches(session: AsyncSession, mode: str) -> int | None:
 _SIZE = text("SELECT coalesce(sum(delta), 0) FROM leaderboard_deltas WHERE mode = :mode")
 
 
+_SIZES = text("SELECT mode, sum(delta) FROM leaderboard_deltas GROUP BY mode")
+
+
+async def sizes(session: AsyncSession) -> dict[str, int]:
+    """Every mode's leaderboard size in one read (modes with nobody on it are absent)."""
+    return {mode: int(total) for mode, total in (await session.execute(_SIZES)).all()}
+
+
 async def size(session: AsyncSession, mode: str) -> int:
     """How many players the mode's leaderboard holds (the sum of its bucket counts)."""
     return int((await session.execute(_SIZE, {"mode": mode})).scalar_one())

@@ -48,6 +48,10 @@ async def leaderboard(session: AsyncSession, mode: str, limit: int, cursor: str 
     return LeaderboardPage(entries=entries, next_cursor=_encode(page[-1], entries[-1].rank) if more else None)
 
 
+async def sizes(session: AsyncSession) -> dict[str, int]:
+    return await repository.sizes(session)
+
+
 async def size(session: AsyncSession, mode: str) -> int:
     await _min_matches(session, mode)
     return await repository.size(session, mode)

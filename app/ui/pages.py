@@ -7,7 +7,6 @@ queue figures: the page says so and still shows everything that lives in Postgre
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
@@ -27,33 +26,25 @@ RECENT_MATCHES = 20
 QUEUE_TIMEOUT_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class QueueView:
-    stats: QueueStats | None  # None when Redis did not answer
-
-    @property
-    def available(self) -> bool:
-        return self.stats is not None
-
-
-async def _queue(session: AsyncSession, redis: Redis, mode: str) -> QueueView:
+async def _queue(session: AsyncSession, redis: Redis, mode: str) -> QueueStats | None:
+    """The mode's queue figures; None when Redis does not answer in time."""
     try:
         async with asyncio.timeout(QUEUE_TIMEOUT_S):
-            return QueueView(await queues.stats(session, redis, mode))
+            return await queues.stats(session, redis, mode)
     except (RedisError, OSError, TimeoutError):
-        return QueueView(None)
+        return None
 
 
 async def modes_page(session: AsyncSession, redis: Redis) -> dict[str, Any]:
-    rows = []
-    for mode in await modes.list_modes(session):
-        rows.append(
-            {
-                "mode": mode,
-                "on_leaderboard": await leaderboards.size(session, mode.name),
-                "queue": await _queue(session, redis, mode.name),
-            }
-        )
+    sizes = await leaderboards.sizes(session)
+    rows = [
+        {
+            "mode": mode,
+            "on_leaderboard": sizes.get(mode.name, 0),
+            "queue": await _queue(session, redis, mode.name),
+        }
+        for mode in await modes.list_modes(session)
+    ]
     return {"rows": rows}
 
 
