@@ -84,7 +84,7 @@ class TrueSkill:
             raise RatingInputError(f"draw_probability must be in [0, 1), got {draw_probability!r}")
         self.draw_probability = p
         # Φ⁻¹((p + 1)/2) of seed 000 §4.1, fixed per environment.
-        self.draw_z = normal.ppf((p + 1.0) / 2.0)
+        self.draw_z = normal.half_width(p)
         if not (tolerance > 0.0):
             raise RatingInputError("tolerance must be positive")
         if max_sweeps < 1:

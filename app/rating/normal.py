@@ -41,6 +41,15 @@ def ppf(p: float) -> float:
     return _STANDARD.inv_cdf(p)
 
 
+def half_width(p: float) -> float:
+    """Φ⁻¹((p + 1)/2): the z with P(|X| <= z) = p (the draw margin of seed 000 §4.1, in betas).
+
+    Taken from the lower tail as −Φ⁻¹((1 − p)/2): for p within an ulp of 1, (p + 1)/2 rounds
+    to 1.0 in floating point, where Φ⁻¹ is undefined; (1 − p)/2 stays a positive number.
+    """
+    return -ppf((1.0 - p) / 2.0)
+
+
 def laplace_fractions(z: float) -> tuple[float, float]:
     """Return (K1, K2) of Laplace's continued fraction for z >= CONTINUED_FRACTION_FROM.
 

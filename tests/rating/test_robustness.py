@@ -159,3 +159,14 @@ def test_far_windows_by_quadrature_match_200_digit_reference(t: float, e: float)
     v, _, rest = draw(t, e)
     assert v == pytest.approx(float(mean), rel=1e-14)
     assert rest == pytest.approx(float(variance), rel=1e-12)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.999, 1 - 2**-40, 0.9999999999999999])
+def test_draw_margin_holds_for_draw_probabilities_up_to_the_last_float_below_one(p: float) -> None:
+    # Φ⁻¹((p + 1)/2) from 60-digit mpmath; (p + 1)/2 itself rounds to 1.0 in doubles for the last p.
+    mp.mp.dps = 60
+    exact = float(mp.sqrt(2) * mp.erfinv(mp.mpf(p)))
+    env = TrueSkill(draw_probability=p)
+    assert env.draw_z == pytest.approx(exact, rel=1e-14)
+    (a,), (b,) = env.rate([(Rating(25, 8),), (Rating(20, 6),)], ranks=[0, 0])
+    assert all(math.isfinite(v) for v in (a.mu, a.sigma, b.mu, b.sigma))

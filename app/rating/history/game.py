@@ -47,7 +47,7 @@ class Player:
 
 
 def draw_margin(p_draw: float, sd: float) -> float:
-    return 0.0 if p_draw == 0.0 else normal.ppf(0.5 + p_draw / 2.0) * sd
+    return 0.0 if p_draw == 0.0 else normal.half_width(p_draw) * sd
 
 
 def log_outcome_probability(mean: float, sd: float, margin: float, tie: bool) -> float:

@@ -89,3 +89,9 @@ def test_extreme_upsets_keep_everything_finite() -> None:
     for curve in history.learning_curves().values():
         for _, g in curve:
             assert math.isfinite(g.mu) and 0.0 < g.sigma < 1.0
+
+
+def test_a_draw_probability_just_below_one_still_smooths() -> None:
+    from app.rating.history.game import draw_margin
+
+    assert math.isfinite(draw_margin(0.9999999999999999, 1.0)) and draw_margin(0.9999999999999999, 1.0) > 8
