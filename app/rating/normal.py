@@ -78,3 +78,19 @@ def log_cdf(x: float) -> float:
         return math.log(cdf(x))
     z = -x / SQRT2
     return -z * z + math.log(0.5 * erfcx(z))
+
+
+def log_outcome_probability(mean: float, sd: float, margin: float, tie: bool) -> float:
+    """log P(|d| <= margin) for a tie, else log P(d > margin), for d ~ N(mean, sd²); finite
+    however unlikely the result (the log-CDF never underflows)."""
+    if not tie:
+        return log_cdf((mean - margin) / sd)
+    lo = (-margin - mean) / sd
+    hi = (margin - mean) / sd
+    if lo > 0.0:
+        # The normal is symmetric: move the window to the lower tail, where log_cdf is exact.
+        lo, hi = -hi, -lo
+    if hi <= 0.0:
+        upper = log_cdf(hi)
+        return upper + math.log1p(-math.exp(log_cdf(lo) - upper))
+    return math.log(0.5 * (math.erf(hi / SQRT2) - math.erf(lo / SQRT2)))

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from app.rating import normal, truncation
 from app.rating.history.gaussian import INF, Gaussian, Ninf
+from app.rating.normal import log_outcome_probability
 
 INNER_SWEEPS = 10
 INNER_EPSILON = 1e-6
@@ -48,22 +49,6 @@ class Player:
 
 def draw_margin(p_draw: float, sd: float) -> float:
     return 0.0 if p_draw == 0.0 else normal.half_width(p_draw) * sd
-
-
-def log_outcome_probability(mean: float, sd: float, margin: float, tie: bool) -> float:
-    """log P(|d| <= margin) for a tie, else log P(d > margin), for d ~ N(mean, sd²); finite
-    however unlikely the result (the log-CDF never underflows)."""
-    if not tie:
-        return normal.log_cdf((mean - margin) / sd)
-    lo = (-margin - mean) / sd
-    hi = (margin - mean) / sd
-    if lo > 0.0:
-        # The normal is symmetric: move the window to the lower tail, where log_cdf is exact.
-        lo, hi = -hi, -lo
-    if hi <= 0.0:
-        upper = normal.log_cdf(hi)
-        return upper + math.log1p(-math.exp(normal.log_cdf(lo) - upper))
-    return math.log(0.5 * (math.erf(hi / normal.SQRT2) - math.erf(lo / normal.SQRT2)))
 
 
 def truncation_message(mean: float, var: float, margin: float, tie: bool) -> tuple[float, float]:

@@ -3,100 +3,34 @@
 Games are grouped into batches by time. Each player's skill has one variable per batch they
 play in, linked to their previous batch's by the drift N(0, gamma²·elapsed). Information
 flows forward (the prior out of the past), backward (the likelihood out of the future) and
-within a batch (the other games). `convergence()` alternates backward and forward sweeps
-over the batches, re-running every game with its within-batch prior, until no posterior
-moves more than epsilon: the same schedule as the `trueskillthroughtime` package, so that
-results agree with it iteration by iteration.
+within a batch (the other games).
+
+The history lives in flat arrays (`structure`), and messages are computed for many skills
+or games at once (`messages`), in the orders of `schedule`:
+
+- The constructor (and `add_events`) runs the package's online pass exactly: every game
+  sees only the games before it, as TrueSkill would (seed 001 Code 8's curves).
+- `iteration()` is one sweep: every chain's backward messages, then its forward
+  messages, then every game again with its new cavity (the games of a batch in order).
+  The package instead updates batch after batch, so the two agree iteration by iteration
+  only approximately, and at convergence they reach the same fixed point.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
-from app.rating.history.game import (
-    Game,
-    Player,
-    draw_margin,
-    log_outcome_probability,
-    truncation_message,
-)
+import numpy as np
+
+from app.rating.history import messages
+from app.rating.history.game import Player
 from app.rating.history.gaussian import INF, Gaussian
+from app.rating.history.schedule import Chains, Group, chains, groups, levels_and_rounds
+from app.rating.history.structure import Array, Flat
 
 Composition = Sequence[Sequence[Sequence[str]]]
-
-
-@dataclass(slots=True)
-class _Agent:
-    player: Player
-    # The message passed along the player's chain of batches, (pi, tau); 0, 0 is none yet.
-    message: tuple[float, float] = (0.0, 0.0)
-    last_time: float = -INF
-
-    def receive(self, elapsed: float) -> tuple[float, float]:
-        """The forward message into a batch: the last one, drifted; the prior at first play."""
-        pi, tau = self.message
-        if pi == 0.0:
-            return _natural(self.player.prior)
-        return _drift(pi, tau, self.player.gamma, elapsed)
-
-
-@dataclass(slots=True)
-class _Skill:
-    """One player's skill at one batch. Messages are kept in natural parameters (precision
-    pi and precision·mean tau; the flat message is 0, 0), so products are sums."""
-
-    fwd_pi: float
-    fwd_tau: float
-    elapsed: float
-    bwd_pi: float = 0.0
-    bwd_tau: float = 0.0
-    lik_pi: float = 0.0
-    lik_tau: float = 0.0
-
-    def posterior(self) -> Gaussian:
-        return Gaussian.natural(
-            self.fwd_pi + self.bwd_pi + self.lik_pi, self.fwd_tau + self.bwd_tau + self.lik_tau
-        )
-
-    def moments(self) -> tuple[float, float]:
-        pi = self.fwd_pi + self.bwd_pi + self.lik_pi
-        if not pi > 0.0:
-            return 0.0, INF
-        return (self.fwd_tau + self.bwd_tau + self.lik_tau) / pi, math.sqrt(1.0 / pi)
-
-
-def _drift(pi: float, tau: float, gamma: float, elapsed: float) -> tuple[float, float]:
-    """Seed 001's dynamics: the variance grows by gamma² per unit of elapsed time."""
-    if pi == INF:
-        return pi, tau
-    var = 1.0 / pi + elapsed * gamma * gamma
-    return 1.0 / var, tau / pi / var
-
-
-def _natural(g: Gaussian) -> tuple[float, float]:
-    if g.sigma == INF:
-        return 0.0, 0.0
-    pi = g.sigma**-2
-    return pi, g.mu * pi
-
-
-@dataclass(slots=True)
-class _Event:
-    names: list[list[str]]
-    result: list[float]
-    weights: list[list[float]] | None
-    # The game's message to each player's skill, (pi, tau) per player, flat at first.
-    likelihoods: list[list[tuple[float, float]]]
-    log_evidence: float = 0.0
-
-
-def _message(mean: float, var: float) -> tuple[float, float]:
-    """N(mean, var) in natural parameters; an infinite variance is the flat message."""
-    if not var < INF:
-        return 0.0, 0.0
-    return 1.0 / var, mean / var
 
 
 def _games(
@@ -104,11 +38,11 @@ def _games(
     results: Sequence[Sequence[float]] | None,
     times: Sequence[float] | None,
     weights: Sequence[Sequence[Sequence[float]]] | None,
-) -> tuple[list[Sequence[float]] | None, list[float] | None, list[Sequence[Sequence[float]]] | None]:
+) -> tuple[Sequence[Sequence[float]] | None, list[float] | None, Sequence[Sequence[Sequence[float]]] | None]:
     """Optional per-game lists, empty meaning absent (the package's convention), checked."""
-    given_results = list(results) if results is not None and len(results) else None
+    given_results = results if results is not None and len(results) else None
     given_times = [float(t) for t in times] if times is not None and len(times) else None
-    given_weights = list(weights) if weights is not None and len(weights) else None
+    given_weights = weights if weights is not None and len(weights) else None
     for name, values in (("results", given_results), ("times", given_times), ("weights", given_weights)):
         if values is not None and len(values) != len(composition):
             raise ValueError(f"{name} has {len(values)} entries for {len(composition)} games")
@@ -117,172 +51,19 @@ def _games(
     return given_results, given_times, given_weights
 
 
-def _elapsed(last_time: float, now: float) -> float:
-    if last_time == -INF:
-        return 0.0
-    if last_time == INF:
-        return 1.0
-    return now - last_time
-
-
 class Batch:
-    """The games that share one time, with each player's skill variable at that time."""
+    """A read-only view of one batch: its time and its players' posteriors."""
 
-    def __init__(self, time: float, agents: dict[str, _Agent], p_draw: float) -> None:
+    def __init__(self, history: History, time: float, skills: dict[str, int]) -> None:
+        self._history = history
         self.time = time
-        self.agents = agents
-        self.p_draw = p_draw
-        self.skills: dict[str, _Skill] = {}
-        self.events: list[_Event] = []
-
-    def __len__(self) -> int:
-        return len(self.events)
-
-    def add(
-        self,
-        composition: Composition,
-        results: Sequence[Sequence[float]] | None,
-        weights: Sequence[Sequence[Sequence[float]]],
-    ) -> None:
-        start = len(self.events)
-        for index, teams in enumerate(composition):
-            names = [list(team) for team in teams]
-            result = (
-                list(results[index]) if results else [float(len(names) - 1 - t) for t in range(len(names))]
-            )
-            event_weights = [list(w) for w in weights[index]] if weights else None
-            self.events.append(_Event(names, result, event_weights, [[(0.0, 0.0)] * len(t) for t in names]))
-            for team in names:
-                for name in team:
-                    if name not in self.skills:
-                        elapsed = _elapsed(self.agents[name].last_time, self.time)
-                        self.skills[name] = _Skill(*self.agents[name].receive(elapsed), elapsed)
-        self.iteration(start)
+        self.skills = skills
 
     def posterior(self, name: str) -> Gaussian:
-        return self.skills[name].posterior()
+        return self._history._posterior(self.skills[name])
 
     def posteriors(self) -> dict[str, Gaussian]:
-        return {name: skill.posterior() for name, skill in self.skills.items()}
-
-    def iteration(self, start: int = 0) -> None:
-        """Re-run every game from `start` with its within-batch priors (posterior without
-        the game's own message), and swap in the new messages."""
-        for event in self.events[start:]:
-            names = event.names
-            duel = event.weights is None and len(names) == 2 and len(names[0]) == 1 and len(names[1]) == 1
-            if not (duel and self._duel(event)):
-                self._general(event)
-
-    def _general(self, event: _Event) -> None:
-        """Any game, through Game."""
-        skills = self.skills
-        agents = self.agents
-        names = event.names
-        teams = []
-        for team_names, likelihoods in zip(names, event.likelihoods, strict=True):
-            team = []
-            for name, (item_pi, item_tau) in zip(team_names, likelihoods, strict=True):
-                skill = skills[name]
-                prior = Gaussian.natural(
-                    skill.fwd_pi + skill.bwd_pi + skill.lik_pi - item_pi,
-                    skill.fwd_tau + skill.bwd_tau + skill.lik_tau - item_tau,
-                )
-                player = agents[name].player
-                team.append(Player(prior, player.beta, player.gamma))
-            teams.append(team)
-        game = Game(teams, event.result, self.p_draw, event.weights)
-        for team_names, olds, news in zip(names, event.likelihoods, game.likelihoods, strict=True):
-            for position, (name, new) in enumerate(zip(team_names, news, strict=True)):
-                self._swap(skills[name], olds, position, _natural(new))
-        event.log_evidence = game.log_evidence
-
-    @staticmethod
-    def _swap(
-        skill: _Skill, olds: list[tuple[float, float]], position: int, new: tuple[float, float]
-    ) -> None:
-        old_pi, old_tau = olds[position]
-        skill.lik_pi += new[0] - old_pi
-        skill.lik_tau += new[1] - old_tau
-        olds[position] = new
-
-    def _duel(self, event: _Event) -> bool:
-        """A one-on-one game, in floats: Game's closed form for two teams, inlined. False
-        (and nothing done) when a within-batch prior is improper; Game handles those."""
-        (first,), (second,) = event.names
-        a, b = self.skills[first], self.skills[second]
-        (a_pi, a_tau), (b_pi, b_tau) = event.likelihoods[0][0], event.likelihoods[1][0]
-        pi_a = a.fwd_pi + a.bwd_pi + a.lik_pi - a_pi
-        pi_b = b.fwd_pi + b.bwd_pi + b.lik_pi - b_pi
-        if not (pi_a > 0.0 and pi_b > 0.0):
-            return False
-        mu_a = (a.fwd_tau + a.bwd_tau + a.lik_tau - a_tau) / pi_a
-        mu_b = (b.fwd_tau + b.bwd_tau + b.lik_tau - b_tau) / pi_b
-        beta_a = self.agents[first].player.beta
-        beta_b = self.agents[second].player.beta
-        var_a = 1.0 / pi_a + beta_a * beta_a
-        var_b = 1.0 / pi_b + beta_b * beta_b
-        score_a, score_b = event.result
-        win_first = score_a >= score_b
-        tie = score_a == score_b
-        mean = mu_a - mu_b if win_first else mu_b - mu_a
-        var = var_a + var_b
-        margin = draw_margin(self.p_draw, math.sqrt(beta_a * beta_a + beta_b * beta_b))
-        event.log_evidence = log_outcome_probability(mean, math.sqrt(var), margin, tie)
-        d_pi, d_tau = truncation_message(mean, var, margin, tie)
-        if d_pi == 0.0:
-            new_a = new_b = (0.0, 0.0)
-        else:
-            d_mu = d_tau / d_pi
-            d_var = 1.0 / d_pi
-            # t_winner = t_loser + d and t_loser = t_winner − d; then strip the other noise.
-            if not win_first:
-                d_mu = -d_mu
-            new_a = _message(mu_b + d_mu, var_b + d_var + beta_a * beta_a)
-            new_b = _message(mu_a - d_mu, var_a + d_var + beta_b * beta_b)
-        self._swap(a, event.likelihoods[0], 0, new_a)
-        self._swap(b, event.likelihoods[1], 0, new_b)
-        return True
-
-    def convergence(self, epsilon: float = 1e-6, iterations: int = 20) -> int:
-        step = INF
-        done = 0
-        while step > epsilon and done < iterations:
-            old = self.moments()
-            self.iteration()
-            step = _largest_change(old, self.moments())
-            done += 1
-        return done
-
-    def moments(self) -> dict[str, tuple[float, float]]:
-        """Each skill's posterior (mu, sigma), for measuring how far an update moved it."""
-        return {name: skill.moments() for name, skill in self.skills.items()}
-
-    def forward_prior_out(self, name: str) -> tuple[float, float]:
-        skill = self.skills[name]
-        return skill.fwd_pi + skill.lik_pi, skill.fwd_tau + skill.lik_tau
-
-    def backward_prior_out(self, name: str) -> tuple[float, float]:
-        skill = self.skills[name]
-        pi = skill.lik_pi + skill.bwd_pi
-        tau = skill.lik_tau + skill.bwd_tau
-        if not pi > 0.0:
-            return 0.0, 0.0
-        return _drift(pi, tau, self.agents[name].player.gamma, skill.elapsed)
-
-
-def _largest_change(old: Mapping[str, tuple[float, float]], new: Mapping[str, tuple[float, float]]) -> float:
-    """The package's step: the largest |Δmu| or |Δsigma| (a flat one counts as no change)."""
-    step = 0.0
-    for name, (mu, sigma) in old.items():
-        new_mu, new_sigma = new[name]
-        d_mu = abs(mu - new_mu)
-        d_sigma = abs(sigma - new_sigma)
-        if d_mu > step:
-            step = d_mu
-        if d_sigma > step:
-            step = d_sigma
-    return step
+        return {name: self.posterior(name) for name in self.skills}
 
 
 class History:
@@ -307,54 +88,56 @@ class History:
         p_draw: float = 0.0,
         weights: Sequence[Sequence[Sequence[float]]] | None = None,
     ) -> None:
-        results, times, weights = _games(composition, results, times, weights)
+        results, given_times, weights = _games(composition, results, times, weights)
         self.mu, self.sigma, self.beta, self.gamma, self.p_draw = mu, sigma, beta, gamma, p_draw
-        priors = priors or {}
-        self.agents: dict[str, _Agent] = {}
-        self.batches: list[Batch] = []
-        self.timed = times is not None
+        self.timed = given_times is not None
+        self._flat = Flat(p_draw, self.timed, Player(Gaussian(mu, sigma), beta, gamma))
+        self._skill_rounds: array[int] = array("q")
+        self._game_rounds = np.zeros(0, dtype=np.int64)
+        self._rounds: list[Group] = []
+        self._chains = Chains([])
         self.size = 0
-        self._extend(composition, results, times, weights, priors)
+        self._extend(composition, results, given_times, weights, priors or {})
 
     def __len__(self) -> int:
         return self.size
 
     def __repr__(self) -> str:
-        return f"History(Events={self.size}, Batches={len(self.batches)}, Agents={len(self.agents)})"
+        flat = self._flat
+        return f"History(Events={self.size}, Batches={len(flat.times)}, Agents={len(flat.names)})"
 
     def _extend(
         self,
         composition: Composition,
         results: Sequence[Sequence[float]] | None,
-        times: Sequence[float] | None,
+        times: list[float] | None,
         weights: Sequence[Sequence[Sequence[float]]] | None,
         priors: Mapping[str, Player],
     ) -> None:
-        self._register(composition, priors)
+        flat = self._flat
         count = len(composition)
-        order = sorted(range(count), key=lambda g: times[g]) if times is not None else list(range(count))
-        i = 0
-        while i < count:
-            j = i + 1
-            if times is not None:
-                now = float(times[order[i]])
-                while j < count and times[order[j]] == now:
-                    j += 1
-            else:
-                now = float(self.size + i + 1)
-            chosen = order[i:j]
-            if self.timed and self.batches and self.batches[-1].time == now:
-                batch = self.batches[-1]  # games added at the last batch's time join it
-            else:
-                batch = Batch(now, self.agents, self.p_draw)
-                self.batches.append(batch)
-            batch.add(
-                [composition[g] for g in chosen],
-                [results[g] for g in chosen] if results is not None else None,
-                [weights[g] for g in chosen] if weights is not None else [],
-            )
-            self._leave(batch)
-            i = j
+        flat.register(composition, priors)
+        if times is None:
+            times = [float(self.size + i + 1) for i in range(count)]
+            order: Sequence[int] = range(count)
+        else:
+            order = np.argsort(np.asarray(times), kind="stable").tolist()
+            if order != list(range(count)):
+                composition = [composition[g] for g in order]
+                results = [results[g] for g in order] if results is not None else None
+                weights = [weights[g] for g in order] if weights is not None else None
+                times = [times[g] for g in order]
+        first_game, first_skill = flat.append(composition, results, weights, times, order)
+        levels, rounds, first_levels = levels_and_rounds(flat, first_game, first_skill, self._skill_rounds)
+        new_games = np.arange(first_game, flat.games, dtype=np.int64)
+        new_skills = np.arange(first_skill, flat.skills, dtype=np.int64)
+        # The online pass: level by level, each skill's forward message set at its first game.
+        for group in groups(flat, new_games, levels, new_skills, first_levels):
+            messages.refresh(flat, group.refresh)
+            messages.update(flat, group)
+        self._game_rounds = np.concatenate((self._game_rounds, rounds))
+        self._rounds = groups(flat, np.arange(flat.games, dtype=np.int64), self._game_rounds)
+        self._chains = chains(flat)
         self.size += count
 
     def add_events(
@@ -372,68 +155,38 @@ class History:
         history, warm-started from where it was. Games at the time of the last batch join it;
         games may not precede it.
         """
-        results, times, weights = _games(composition, results, times, weights)
-        if self.timed != (times is not None):
+        results, given_times, weights = _games(composition, results, times, weights)
+        if self.timed != (given_times is not None):
             raise ValueError("give times for every batch of a timed history, and none for an untimed one")
-        last = self.batches[-1] if self.batches else None
-        if times is not None and last is not None and min(times) < last.time:
-            raise ValueError(f"add_events appends: times must not precede the last batch ({last.time:g})")
-        # The online state each player leaves its last batch with (sweeps overwrite it).
-        for batch in self.batches:
-            self._leave(batch)
-        self._extend(composition, results, times, weights, priors or {})
-
-    def _leave(self, batch: Batch) -> None:
-        """Each of the batch's players carries its forward message on to its next batch."""
-        for name in batch.skills:
-            agent = self.agents[name]
-            agent.message = batch.forward_prior_out(name)
-            agent.last_time = batch.time if self.timed else INF
-
-    def _register(self, composition: Composition, priors: Mapping[str, Player]) -> None:
-        for teams in composition:
-            for team in teams:
-                for name in team:
-                    if name not in self.agents:
-                        player = priors.get(name) or Player(
-                            Gaussian(self.mu, self.sigma), self.beta, self.gamma
-                        )
-                        self.agents[name] = _Agent(player)
+        times_so_far = self._flat.times
+        if given_times is not None and len(times_so_far) and min(given_times) < times_so_far[-1]:
+            raise ValueError(
+                f"add_events appends: times must not precede the last batch ({times_so_far[-1]:g})"
+            )
+        self._extend(composition, results, given_times, weights, priors or {})
 
     def iteration(self) -> float:
-        """One backward and one forward sweep over the batches; the largest posterior change."""
-        step = 0.0
-        self._clean()
-        for j in range(len(self.batches) - 2, -1, -1):
-            later = self.batches[j + 1]
-            for name in later.skills:
-                self.agents[name].message = later.backward_prior_out(name)
-            batch = self.batches[j]
-            old = batch.moments()
-            for name, skill in batch.skills.items():
-                skill.bwd_pi, skill.bwd_tau = self.agents[name].message
-            batch.iteration()
-            step = max(step, _largest_change(old, batch.moments()))
-        self._clean()
-        for j in range(1, len(self.batches)):
-            earlier = self.batches[j - 1]
-            for name in earlier.skills:
-                self.agents[name].message = earlier.forward_prior_out(name)
-            batch = self.batches[j]
-            old = batch.moments()
-            for name, skill in batch.skills.items():
-                skill.fwd_pi, skill.fwd_tau = self.agents[name].receive(skill.elapsed)
-            batch.iteration()
-            step = max(step, _largest_change(old, batch.moments()))
-        if len(self.batches) == 1:
-            old = self.batches[0].moments()
-            self.batches[0].convergence()
-            step = max(step, _largest_change(old, self.batches[0].moments()))
-        return step
+        """One sweep (backward and forward messages along every chain, then every game);
+        the largest change of any posterior's mu or sigma."""
+        flat = self._flat
+        old_mu, old_sigma = self._moments()
+        messages.backward(flat, self._chains)
+        messages.forward(flat, self._chains)
+        for group in self._rounds:
+            messages.update(flat, group)
+        mu, sigma = self._moments()
+        with np.errstate(invalid="ignore"):
+            changes = np.concatenate((np.abs(mu - old_mu), np.abs(sigma - old_sigma)))
+        changes = changes[~np.isnan(changes)]  # a flat posterior before and after is no change
+        return float(changes.max()) if len(changes) else 0.0
 
-    def _clean(self) -> None:
-        for agent in self.agents.values():
-            agent.message = (0.0, 0.0)
+    def _moments(self) -> tuple[Array, Array]:
+        flat = self._flat
+        pi = flat.fwd_pi + flat.bwd_pi + flat.lik_pi
+        tau = flat.fwd_tau + flat.bwd_tau + flat.lik_tau
+        proper = pi > 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(proper, tau / pi, 0.0), np.where(proper, np.sqrt(1.0 / pi), INF)
 
     def convergence(
         self, epsilon: float = 1e-6, iterations: int = 30, verbose: bool = False
@@ -447,12 +200,35 @@ class History:
                 print(f"Iteration = {done}, step = {step}")
         return step, done
 
+    def _posterior(self, skill: int) -> Gaussian:
+        flat = self._flat
+        return Gaussian.natural(
+            float(flat.fwd_pi[skill] + flat.bwd_pi[skill] + flat.lik_pi[skill]),
+            float(flat.fwd_tau[skill] + flat.bwd_tau[skill] + flat.lik_tau[skill]),
+        )
+
     def learning_curves(self) -> dict[str, list[tuple[float, Gaussian]]]:
+        """Each player's posterior at every batch they played in, in time order."""
+        flat = self._flat
+        pi = (flat.fwd_pi + flat.bwd_pi + flat.lik_pi).tolist()
+        tau = (flat.fwd_tau + flat.bwd_tau + flat.lik_tau).tolist()
+        times = flat.times[flat.skill_batch].tolist()
+        names = flat.names
         curves: dict[str, list[tuple[float, Gaussian]]] = {}
-        for batch in self.batches:
-            for name in batch.skills:
-                curves.setdefault(name, []).append((batch.time, batch.posterior(name)))
+        for player, time, p, t in zip(flat.skill_player.tolist(), times, pi, tau, strict=True):
+            curves.setdefault(names[player], []).append((time, Gaussian.natural(p, t)))
         return curves
 
     def log_evidence(self) -> float:
-        return math.fsum(event.log_evidence for batch in self.batches for event in batch.events)
+        """The sum of every game's log evidence, each with its last cavity as prior."""
+        return math.fsum(self._flat.log_evidence.tolist())
+
+    @property
+    def batches(self) -> list[Batch]:
+        flat = self._flat
+        skills: list[dict[str, int]] = [{} for _ in range(len(flat.times))]
+        for s, (player, batch) in enumerate(
+            zip(flat.skill_player.tolist(), flat.skill_batch.tolist(), strict=True)
+        ):
+            skills[batch][flat.names[player]] = s
+        return [Batch(self, float(time), skills[b]) for b, time in enumerate(flat.times.tolist())]
