@@ -17,8 +17,10 @@ from pydantic import ValidationError
 from app.config import Settings, describe_error
 from app.evaluation.commands import (
     add_fit_history_parser,
+    add_predictive_parser,
     add_tournaments_parser,
     run_fit_history,
+    run_predictive,
     run_tournaments,
 )
 from app.imports import commands as history_commands
@@ -197,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_tournaments_parser(commands)
     add_fit_history_parser(commands)
+    add_predictive_parser(commands)
     history_commands.add_parsers(commands)
     args = parser.parse_args(argv)
     try:
@@ -205,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "fit-history":
             run_fit_history(args)
+            return 0
+        if args.command == "evaluate-history":
+            run_predictive(args)
             return 0
         if args.command == "openapi":
             sys.stdout.write(openapi_document())

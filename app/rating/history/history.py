@@ -96,6 +96,7 @@ class History:
         self._game_rounds = np.zeros(0, dtype=np.int64)
         self._rounds: list[Group] = []
         self._chains = Chains([])
+        self._scheduled = False
         self.size = 0
         self._extend(composition, results, given_times, weights, priors or {})
 
@@ -136,8 +137,7 @@ class History:
             messages.refresh(flat, group.refresh)
             messages.update(flat, group)
         self._game_rounds = np.concatenate((self._game_rounds, rounds))
-        self._rounds = groups(flat, np.arange(flat.games, dtype=np.int64), self._game_rounds)
-        self._chains = chains(flat)
+        self._scheduled = False  # rounds and chains are laid out again at the next sweep
         self.size += count
 
     def add_events(
@@ -169,11 +169,15 @@ class History:
         """One sweep (backward and forward messages along every chain, then every game);
         the largest change of any posterior's mu or sigma."""
         flat = self._flat
+        if not self._scheduled:
+            self._rounds = groups(flat, np.arange(flat.games, dtype=np.int64), self._game_rounds)
+            self._chains = chains(flat)
+            self._scheduled = True
         old_mu, old_sigma = self._moments()
         messages.backward(flat, self._chains)
         messages.forward(flat, self._chains)
         for group in self._rounds:
-            messages.update(flat, group)
+            messages.update(flat, group, damped=True)
         mu, sigma = self._moments()
         with np.errstate(invalid="ignore"):
             changes = np.concatenate((np.abs(mu - old_mu), np.abs(sigma - old_sigma)))
@@ -222,6 +226,26 @@ class History:
     def log_evidence(self) -> float:
         """The sum of every game's log evidence, each with its last cavity as prior."""
         return math.fsum(self._flat.log_evidence.tolist())
+
+    def prior(self, name: str, time: float | None = None) -> Gaussian:
+        """What the history knows of `name`'s skill at `time` (a prediction): the posterior at
+        their last batch, drifted by gamma² per unit of time since; the prior if unseen.
+        Untimed histories drift one unit. `time` defaults to the last batch's."""
+        flat = self._flat
+        p = flat.index.get(name)
+        if p is None:
+            return Gaussian(self.mu, self.sigma)
+        player = flat.players[p]
+        last = flat.last_skill(p)
+        if last < 0:
+            return player.prior
+        posterior = self._posterior(last)
+        then = float(flat.times[flat.skill_batch[last]])
+        now = then if time is None else time
+        elapsed = (now - then) if self.timed else 1.0
+        if elapsed < 0.0:
+            raise ValueError(f"time {now:g} precedes {name!r}'s last batch ({then:g})")
+        return posterior.forget(player.gamma, elapsed)
 
     @property
     def batches(self) -> list[Batch]:

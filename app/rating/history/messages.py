@@ -16,6 +16,9 @@ from app.rating.history.gaussian import INF, Gaussian
 from app.rating.history.schedule import Chains, Group
 from app.rating.history.structure import Array, Flat, Index
 
+# The smallest step a sweep's damping takes towards a game's new message.
+MIN_RATE = 1.0 / 16.0
+
 
 def _drift(pi: Array, tau: Array, drift: Array) -> tuple[Array, Array]:
     """Seed 001 eq. 1: the variance grows by gamma²·elapsed (a point mass stays one)."""
@@ -77,16 +80,17 @@ def backward(flat: Flat, chains: Chains) -> None:
                 bwd_tau[earlier[point]] = tau[point]
 
 
-def update(flat: Flat, group: Group) -> None:
-    """Re-run the group's games with their cavities, and swap in their new messages."""
+def update(flat: Flat, group: Group, damped: bool = False) -> None:
+    """Re-run the group's games with their cavities, and swap in their new messages; damped,
+    move each message only part of the way (in natural parameters), by its own rate."""
     one_by_one = list(group.general)
     if len(group.games):
-        one_by_one.extend(_two_teams(flat, group))
+        one_by_one.extend(_two_teams(flat, group, damped))
     for game in one_by_one:
-        _general(flat, game)
+        _general(flat, game, damped)
 
 
-def _two_teams(flat: Flat, group: Group) -> list[int]:
+def _two_teams(flat: Flat, group: Group, damped: bool) -> list[int]:
     """Game's closed form for two teams (seed 001 §2; seed 000 Table 1), one element per game.
     Returns the games left to the general path: those with an improper cavity."""
     entries, games = group.entries, group.games
@@ -149,6 +153,17 @@ def _two_teams(flat: Flat, group: Group) -> list[int]:
         keep = ~bad_games[group.slots // 2]
         entries, s = entries[keep], s[keep]
         own_pi, own_tau, new_pi, new_tau = own_pi[keep], own_tau[keep], new_pi[keep], new_tau[keep]
+    if damped:
+        # Each message's own step: halved when its change reverses (an oscillation), grown
+        # back towards 1 while it keeps its direction.
+        change = new_tau - own_tau
+        rate = flat.entry_rate[entries]
+        reversed_ = change * flat.entry_change[entries] < 0.0
+        rate = np.where(reversed_, np.maximum(rate * 0.5, MIN_RATE), np.minimum(rate * 1.5, 1.0))
+        new_pi = own_pi + rate * (new_pi - own_pi)
+        new_tau = own_tau + rate * change
+        flat.entry_rate[entries] = rate
+        flat.entry_change[entries] = rate * change
     flat.lik_pi[s] += new_pi - own_pi
     flat.lik_tau[s] += new_tau - own_tau
     flat.own_pi[entries] = new_pi
@@ -163,7 +178,7 @@ def _natural(g: Gaussian) -> tuple[float, float]:
     return pi, g.mu * pi
 
 
-def _general(flat: Flat, game: int) -> None:
+def _general(flat: Flat, game: int, damped: bool) -> None:
     """Any game, through Game, with each player's cavity as prior."""
     lo, hi = int(flat.game_start[game]), int(flat.game_start[game + 1])
     entries = range(lo, hi)
@@ -188,6 +203,17 @@ def _general(flat: Flat, game: int) -> None:
         for likelihood in likelihoods:
             s = int(flat.entry_skill[e])
             new_pi, new_tau = _natural(likelihood)
+            if damped:
+                change = new_tau - float(flat.own_tau[e])
+                rate = float(flat.entry_rate[e])
+                if change * float(flat.entry_change[e]) < 0.0:
+                    rate = max(rate * 0.5, MIN_RATE)
+                else:
+                    rate = min(rate * 1.5, 1.0)
+                new_pi = float(flat.own_pi[e]) + rate * (new_pi - float(flat.own_pi[e]))
+                new_tau = float(flat.own_tau[e]) + rate * change
+                flat.entry_rate[e] = rate
+                flat.entry_change[e] = rate * change
             flat.lik_pi[s] += new_pi - flat.own_pi[e]
             flat.lik_tau[s] += new_tau - flat.own_tau[e]
             flat.own_pi[e], flat.own_tau[e] = new_pi, new_tau

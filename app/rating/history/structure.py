@@ -89,7 +89,8 @@ class Flat:
         self.entry_player = np.zeros(0, dtype=np.int64)
         self.weight = np.zeros(0)
         self.own_pi, self.own_tau = np.zeros(0), np.zeros(0)
-        self.unit_weights = True
+        # Sweeps' damping: each message's rate and its last change (of tau).
+        self.entry_rate, self.entry_change = np.zeros(0), np.zeros(0)
 
     @property
     def games(self) -> int:
@@ -123,6 +124,10 @@ class Flat:
         self.prior_pi = _grow(self.prior_pi, pi)
         self.prior_tau = _grow(self.prior_tau, tau)
         self.beta = _grow(self.beta, np.array([p.beta for p in added]))
+
+    def last_skill(self, player: int) -> int:
+        """The player's latest skill, or −1."""
+        return self._last_skill[player]
 
     @property
     def exotic_priors(self) -> bool:
@@ -299,7 +304,6 @@ class Flat:
         self.log_evidence = _grow(self.log_evidence, np.zeros(new_games))
         e_team, e_skill, e_player, e_weight = entries
         new_weights = _floats(e_weight)
-        self.unit_weights = self.unit_weights and bool((new_weights == 1.0).all())
         self.entry_team = _grow(self.entry_team, _ints(e_team))
         self.entry_skill = _grow(self.entry_skill, _ints(e_skill))
         self.entry_player = _grow(self.entry_player, _ints(e_player))
@@ -307,6 +311,8 @@ class Flat:
         new_entries = len(e_skill)
         self.own_pi = _grow(self.own_pi, np.zeros(new_entries))
         self.own_tau = _grow(self.own_tau, np.zeros(new_entries))
+        self.entry_rate = _grow(self.entry_rate, np.ones(new_entries))
+        self.entry_change = _grow(self.entry_change, np.zeros(new_entries))
 
     def entry_game(self) -> Index:
         """The game of every entry."""

@@ -1,0 +1,237 @@
+"""Predictive performance of Elo, TrueSkill and TrueSkill Through Time (seed 001 §3.9).
+
+The data is split by count: the first 70% of the games train, the last 30% (from the first
+day that starts at or after the 70% mark) are predicted. Every game of a day is predicted
+with the data up to the day before, as the probability each model gave the observed result
+beforehand. A model's geometric mean is exp(mean log probability) over the predicted games
+(seed 001 eq. 9); its log2 Bayes factor against TTT is (Σ log P_TTT − Σ log P_model)/ln 2
+(eq. 8, with no prior preference between models).
+
+- **Elo** (seed 000 §1): Gaussian performances with noise beta, ratings without uncertainty,
+  the linearised update Δ = αβ√π·((y + 1)/2 − Φ((s1 − s2)/(√2·beta))) with α = 0.07 (a K
+  factor of 24 on the Elo scale), s1 += Δ and s2 −= Δ. (The seed prints s1 ← s1 + yΔ, but Δ
+  already carries the outcome's sign.) Teams use the duelling heuristic: each player moves by
+  the mean of their Δs against every player of every other team. Draws are predicted with
+  the same draw margin as the Bayesian models, so that Elo gives a probability to a draw.
+- **TrueSkill**: the online pass of TrueSkill Through Time (each skill the filtered posterior,
+  drifting by gamma² per day), i.e. TrueSkill with time-based dynamics.
+- **TTT**: the first 70% smoothed (10 sweeps), then one day at a time: predict the day, add
+  it with `add_events`, one sweep, as the paper did.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from app.evaluation.histories import MatchHistory
+from app.rating import normal
+from app.rating.history import Gaussian, History
+from app.rating.history.game import draw_margin
+
+ELO_ALPHA = 0.07
+TRAIN_SHARE = 0.7
+TRAIN_SWEEPS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    sigma: float
+    gamma: float
+    p_draw: float
+    beta: float = 1.0
+    mu: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    model: str
+    games: int
+    log_probability: float  # Σ ln P(observed result) over the predicted games
+
+    @property
+    def geometric_mean(self) -> float:
+        return math.exp(self.log_probability / self.games)
+
+    def log2_bayes_factor(self, reference: Score) -> float:
+        """log2 of P(data | reference) / P(data | this model)."""
+        return (reference.log_probability - self.log_probability) / math.log(2.0)
+
+
+def days(data: MatchHistory) -> list[range]:
+    """The games of each day, in order (the histories are sorted by time)."""
+    out: list[range] = []
+    start = 0
+    for g in range(1, len(data.times) + 1):
+        if g == len(data.times) or data.times[g] != data.times[start]:
+            out.append(range(start, g))
+            start = g
+    if any(data.times[a.start] > data.times[b.start] for a, b in itertools.pairwise(out)):
+        raise ValueError("the history must be sorted by time")
+    return out
+
+
+def first_test_day(schedule: Sequence[range], games: int, share: float = TRAIN_SHARE) -> int:
+    mark = share * games
+    for number, day in enumerate(schedule):
+        if day.start >= mark:
+            return number
+    return len(schedule)
+
+
+def outcome_probability(mean: float, sd: float, margin: float, result: Sequence[float]) -> float:
+    """ln P(result) for d = first − second ~ N(mean, sd²) with a draw margin."""
+    first, second = result
+    if first == second:
+        return normal.log_outcome_probability(mean, sd, margin, True)
+    if first < second:
+        mean = -mean
+    return normal.log_outcome_probability(mean, sd, margin, False)
+
+
+def _two_players(game: Sequence[Sequence[str]]) -> tuple[str, str]:
+    (a,), (b,) = game
+    return a, b
+
+
+def elo(data: MatchHistory, settings: Settings, test_from: int, schedule: Sequence[range]) -> Score:
+    ratings: dict[str, float] = {}
+    beta = settings.beta
+    k = ELO_ALPHA * beta * math.sqrt(math.pi)
+    scale = math.sqrt(2.0) * beta
+    margin = draw_margin(settings.p_draw, scale)
+    total, count = 0.0, 0
+    for number, day in enumerate(schedule):
+        if number >= test_from:
+            for g in day:
+                a, b = _two_players(data.composition[g])
+                d = ratings.get(a, settings.mu) - ratings.get(b, settings.mu)
+                total += outcome_probability(d, scale, margin, data.results[g])
+                count += 1
+        for g in day:
+            _elo_update(ratings, data.composition[g], data.results[g], k, scale, settings.mu)
+    return Score("Elo", count, total)
+
+
+def _elo_update(
+    ratings: dict[str, float],
+    teams: Sequence[Sequence[str]],
+    result: Sequence[float],
+    k: float,
+    scale: float,
+    mu: float,
+) -> None:
+    """The duelling heuristic (seed 000 §5): every player against every player of the other
+    teams, moved by the mean of those Δs (one opponent in a duel: plain Elo)."""
+    moves: dict[str, float] = {}
+    for t, team in enumerate(teams):
+        for name in team:
+            deltas = []
+            for u, other in enumerate(teams):
+                if u == t:
+                    continue
+                y = 0.0 if result[t] == result[u] else (1.0 if result[t] > result[u] else -1.0)
+                for opponent in other:
+                    d = ratings.get(name, mu) - ratings.get(opponent, mu)
+                    deltas.append(k * ((y + 1.0) / 2.0 - normal.cdf(d / scale)))
+            moves[name] = sum(deltas) / len(deltas)
+    for name, move in moves.items():
+        ratings[name] = ratings.get(name, mu) + move
+
+
+def _predict_day(history: History | None, data: MatchHistory, day: range, settings: Settings) -> float:
+    """Σ ln P over the day's games, each player's skill as `history` knew it the day before."""
+    total = 0.0
+    now = data.times[day.start]
+    beta2 = 2.0 * settings.beta * settings.beta
+    margin = draw_margin(settings.p_draw, math.sqrt(beta2))
+    for g in day:
+        a, b = _two_players(data.composition[g])
+        sa = history.prior(a, now) if history is not None else Gaussian(settings.mu, settings.sigma)
+        sb = history.prior(b, now) if history is not None else Gaussian(settings.mu, settings.sigma)
+        sd = math.sqrt(sa.sigma**2 + sb.sigma**2 + beta2)
+        total += outcome_probability(sa.mu - sb.mu, sd, margin, data.results[g])
+    return total
+
+
+def bayesian(
+    data: MatchHistory,
+    settings: Settings,
+    test_from: int,
+    schedule: Sequence[range],
+    smooth: bool,
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> Score:
+    """TrueSkill (smooth=False: the online pass only) or TTT (one sweep per added day)."""
+    first = schedule[test_from].start if test_from < len(schedule) else len(data.times)
+
+    def games(lo: int, hi: int) -> tuple[list[list[list[str]]], list[list[float]], list[float]]:
+        return data.composition[lo:hi], data.results[lo:hi], data.times[lo:hi]
+
+    history: History | None = None
+    if first:
+        composition, results, times = games(0, first)
+        history = History(
+            composition,
+            results,
+            times,
+            mu=settings.mu,
+            sigma=settings.sigma,
+            beta=settings.beta,
+            gamma=settings.gamma,
+            p_draw=settings.p_draw,
+        )
+        if smooth:
+            history.convergence(epsilon=0.0, iterations=TRAIN_SWEEPS)
+    total, count = 0.0, 0
+    test_days = schedule[test_from:]
+    for number, day in enumerate(test_days):
+        total += _predict_day(history, data, day, settings)
+        count += len(day)
+        composition, results, times = games(day.start, day.stop)
+        if history is None:
+            history = History(
+                composition,
+                results,
+                times,
+                mu=settings.mu,
+                sigma=settings.sigma,
+                beta=settings.beta,
+                gamma=settings.gamma,
+                p_draw=settings.p_draw,
+            )
+        else:
+            history.add_events(composition, results, times)
+        if smooth:
+            history.iteration()
+        progress(number + 1, len(test_days))
+    return Score("TTT" if smooth else "TrueSkill", count, total)
+
+
+def evaluate(
+    data: MatchHistory, settings: Settings, progress: Callable[[str, int, int], None] = lambda *_: None
+) -> list[Score]:
+    """Elo, TrueSkill and TTT on the last 30% of `data` (one against one games)."""
+    schedule = days(data)
+    test_from = first_test_day(schedule, len(data.times))
+    return [
+        elo(data, settings, test_from, schedule),
+        bayesian(data, settings, test_from, schedule, False, lambda d, t: progress("TrueSkill", d, t)),
+        bayesian(data, settings, test_from, schedule, True, lambda d, t: progress("TTT", d, t)),
+    ]
+
+
+def table(scores: Sequence[Score]) -> str:
+    reference = next(s for s in scores if s.model == "TTT")
+    lines = [
+        "| model | games predicted | geometric mean | log2 Bayes factor (TTT vs model) |",
+        "|---|---|---|---|",
+    ]
+    for score in scores:
+        lines.append(
+            f"| {score.model} | {score.games:,} | {score.geometric_mean:.4f} | "
+            f"{score.log2_bayes_factor(reference):,.0f} |"
+        )
+    return "\n".join(lines)
