@@ -95,3 +95,62 @@ def test_a_draw_probability_just_below_one_still_smooths() -> None:
     from app.rating.history.game import draw_margin
 
     assert math.isfinite(draw_margin(0.9999999999999999, 1.0)) and draw_margin(0.9999999999999999, 1.0) > 8
+
+
+def test_work_split_into_small_chunks_gives_the_same_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds and levels are cut into chunks of CHUNK games to bound memory; the cut changes
+    nothing, as the games of one round or level share no skill."""
+    from app.rating.history import schedule
+
+    composition, results, times = games(5, 60, players=10)
+    whole = History(composition, results, times, gamma=0.05)
+    whole.convergence(iterations=8)
+    monkeypatch.setattr(schedule, "CHUNK", 2)
+    cut = History(composition, results, times, gamma=0.05)
+    cut.convergence(iterations=8)
+    assert whole.learning_curves() == cut.learning_curves()
+    assert whole.log_evidence() == cut.log_evidence()
+
+
+def test_weighted_histories_match_the_peer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partial play: the array path for two teams with weights, and Game for three teams,
+    against trueskillthroughtime 1.1.0 (online pass, then both converged), the peer with the
+    exact erfc as in test_oracle.py."""
+    import trueskillthroughtime as peer
+
+    monkeypatch.setattr(peer, "erfc", math.erfc)
+    rng = random.Random(11)
+    names = [f"p{i}" for i in range(9)]
+    composition, results, times, weights = [], [], [], []
+    for g in range(40):
+        chosen = rng.sample(names, 4 if g % 4 else 5)
+        teams = [chosen[:2], chosen[2:4]] + ([chosen[4:]] if len(chosen) == 5 else [])
+        composition.append(teams)
+        # Listed best first: the peer misorders other results of three teams (test_oracle.py).
+        results.append([float(len(teams) - 1 - t) for t in range(len(teams))])
+        weights.append([[rng.choice([1.0, 0.5, 0.8]) for _ in team] for team in teams])
+        times.append(float(g // 4))
+    ours = History(composition, results, times, gamma=0.05, weights=weights)
+    theirs = peer.History(composition, results, times, gamma=0.05, weights=weights)
+    for name, curve in ours.learning_curves().items():
+        for (_, a), (_, b) in zip(curve, theirs.learning_curves()[name], strict=True):
+            assert abs(a.mu - b.mu) < 1e-6 and abs(a.sigma - b.sigma) < 1e-6
+    ours.convergence(epsilon=1e-10, iterations=3000)
+    theirs.convergence(epsilon=1e-10, iterations=3000, verbose=False)
+    for name, curve in ours.learning_curves().items():
+        for (_, a), (_, b) in zip(curve, theirs.learning_curves()[name], strict=True):
+            assert abs(a.mu - b.mu) < 1e-6 and abs(a.sigma - b.sigma) < 1e-6
+
+
+def test_prior_is_the_last_posterior_drifted_to_the_time_asked() -> None:
+    composition, results, times = games(6, 12)
+    history = History(composition, results, times, gamma=0.2)
+    history.convergence(iterations=5)
+    name = composition[-1][0][0]
+    last_time, last = history.learning_curves()[name][-1]
+    later = history.prior(name, last_time + 4.0)
+    assert later.mu == last.mu
+    assert later.sigma == pytest.approx(math.sqrt(last.sigma**2 + 4.0 * 0.2**2))
+    assert history.prior("nobody") == Gaussian(0.0, 6.0)
+    with pytest.raises(ValueError, match="precedes"):
+        history.prior(name, last_time - 1.0)
