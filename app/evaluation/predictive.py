@@ -170,19 +170,19 @@ def bayesian(
     def games(lo: int, hi: int) -> tuple[list[list[list[str]]], list[list[float]], list[float]]:
         return data.composition[lo:hi], data.results[lo:hi], data.times[lo:hi]
 
-    history: History | None = None
-    if first:
-        composition, results, times = games(0, first)
-        history = History(
-            composition,
-            results,
-            times,
+    def start(lo: int, hi: int) -> History:
+        return History(
+            *games(lo, hi),
             mu=settings.mu,
             sigma=settings.sigma,
             beta=settings.beta,
             gamma=settings.gamma,
             p_draw=settings.p_draw,
         )
+
+    history: History | None = None
+    if first:
+        history = start(0, first)
         if smooth:
             history.convergence(epsilon=0.0, iterations=TRAIN_SWEEPS)
     total, count = 0.0, 0
@@ -190,20 +190,10 @@ def bayesian(
     for number, day in enumerate(test_days):
         total += _predict_day(history, data, day, settings)
         count += len(day)
-        composition, results, times = games(day.start, day.stop)
         if history is None:
-            history = History(
-                composition,
-                results,
-                times,
-                mu=settings.mu,
-                sigma=settings.sigma,
-                beta=settings.beta,
-                gamma=settings.gamma,
-                p_draw=settings.p_draw,
-            )
+            history = start(day.start, day.stop)
         else:
-            history.add_events(composition, results, times)
+            history.add_events(*games(day.start, day.stop))
         if smooth:
             history.iteration()
         progress(number + 1, len(test_days))

@@ -153,9 +153,25 @@ def _two_teams(flat: Flat, group: Group, damped: bool) -> list[int]:
         keep = ~bad_games[group.slots // 2]
         entries, s = entries[keep], s[keep]
         own_pi, own_tau, new_pi, new_tau = own_pi[keep], own_tau[keep], new_pi[keep], new_tau[keep]
+    _swap(flat, entries, s, (own_pi, own_tau), (new_pi, new_tau), damped)
+    return bad
+
+
+def _swap(
+    flat: Flat,
+    entries: Index,
+    skills: Index,
+    old: tuple[Array, Array],
+    new: tuple[Array, Array],
+    damped: bool,
+) -> None:
+    """Replace the entries' messages `old` with `new` in their skills' sums (no skill twice).
+
+    Damped (the sweeps), each message moves only part of the way, by a rate of its own:
+    halved when its change reverses (an oscillation), grown back towards 1 while it keeps
+    its direction."""
+    (own_pi, own_tau), (new_pi, new_tau) = old, new
     if damped:
-        # Each message's own step: halved when its change reverses (an oscillation), grown
-        # back towards 1 while it keeps its direction.
         change = new_tau - own_tau
         rate = flat.entry_rate[entries]
         reversed_ = change * flat.entry_change[entries] < 0.0
@@ -164,11 +180,10 @@ def _two_teams(flat: Flat, group: Group, damped: bool) -> list[int]:
         new_tau = own_tau + rate * change
         flat.entry_rate[entries] = rate
         flat.entry_change[entries] = rate * change
-    flat.lik_pi[s] += new_pi - own_pi
-    flat.lik_tau[s] += new_tau - own_tau
+    flat.lik_pi[skills] += new_pi - own_pi
+    flat.lik_tau[skills] += new_tau - own_tau
     flat.own_pi[entries] = new_pi
     flat.own_tau[entries] = new_tau
-    return bad
 
 
 def _natural(g: Gaussian) -> tuple[float, float]:
@@ -198,26 +213,10 @@ def _general(flat: Flat, game: int, damped: bool) -> None:
     result = flat.results.get(game) or _two_team_result(flat, game)
     unit = all(w == 1.0 for team in weights for w in team)
     played = Game(teams, result, flat.p_draw, None if unit else weights)
-    e = lo
-    for likelihoods in played.likelihoods:
-        for likelihood in likelihoods:
-            s = int(flat.entry_skill[e])
-            new_pi, new_tau = _natural(likelihood)
-            if damped:
-                change = new_tau - float(flat.own_tau[e])
-                rate = float(flat.entry_rate[e])
-                if change * float(flat.entry_change[e]) < 0.0:
-                    rate = max(rate * 0.5, MIN_RATE)
-                else:
-                    rate = min(rate * 1.5, 1.0)
-                new_pi = float(flat.own_pi[e]) + rate * (new_pi - float(flat.own_pi[e]))
-                new_tau = float(flat.own_tau[e]) + rate * change
-                flat.entry_rate[e] = rate
-                flat.entry_change[e] = rate * change
-            flat.lik_pi[s] += new_pi - flat.own_pi[e]
-            flat.lik_tau[s] += new_tau - flat.own_tau[e]
-            flat.own_pi[e], flat.own_tau[e] = new_pi, new_tau
-            e += 1
+    new = np.array([_natural(likelihood) for team in played.likelihoods for likelihood in team])
+    indices = np.arange(lo, hi, dtype=np.int64)
+    old = (flat.own_pi[indices], flat.own_tau[indices])
+    _swap(flat, indices, flat.entry_skill[indices], old, (new[:, 0], new[:, 1]), damped)
     flat.log_evidence[game] = played.log_evidence
 
 
