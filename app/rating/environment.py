@@ -22,6 +22,7 @@ from app.rating.inference import (
     push_to_players,
     team_priors,
     two_teams,
+    update_plain_ratings,
     update_ratings,
 )
 from app.rating.performance import PAPER_C0, PAPER_C1, PAPER_ROSTER_CAP, PerformanceModel
@@ -251,17 +252,9 @@ class TrueSkill:
                 groups[first], groups[1 - first], None, None, tie, margin, self._beta2, self._tau2
             )
             return [tuple(top), tuple(bottom)] if first == 0 else [tuple(bottom), tuple(top)]
-        results = update_ratings(
-            [list(g) for g in groups],
-            [[1.0] * len(g) for g in groups],
-            rank_list,
-            self.beta,
-            self.tau,
-            self.draw_z,
-            self.tolerance,
-            self.max_sweeps,
+        return update_plain_ratings(
+            groups, rank_list, self.beta, self._tau2, self.draw_z, self.tolerance, self.max_sweeps
         )
-        return [tuple(team) for team in results]
 
     def _margin(self, players: int) -> float:
         margin = self._margins.get(players)

@@ -10,19 +10,23 @@ m_k = Σ w_i·mu_i and V_k = Σ w_i²·(sigma_i² + tau² + beta²) (tau is adde
 update, seed 000 §3.1). Only the chain of truncation factors needs expectation
 propagation. With two teams there is one truncation factor and one exact pass; with
 more we sweep the chain forward and backward (the schedule of Fig. 1) until the
-messages stop moving. The messages that reach each team are then pushed back to its
-players by the exact Gaussian (Kalman) update.
+messages stop moving: chain_sweeps in general, and for chains of up to 24 factors the
+straight-line kernels of app/rating/chain_kernels.py. The messages that reach each team
+are then pushed back to its players by the exact Gaussian (Kalman) update.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from app.rating import truncation
+from app.rating.chain_kernels import MAX_LINKS, kernel
 from app.rating.errors import RatingInputError
 from app.rating.normal import CONTINUED_FRACTION_FROM, INV_SQRT_2PI, SQRT2
-from app.rating.rating import Rating
+from app.rating.rating import Rating, trusted_rating
 
 _FAR = -CONTINUED_FRACTION_FROM * SQRT2
 _TWO_INV_SQRT_2PI = 2.0 * INV_SQRT_2PI
@@ -42,12 +46,21 @@ def draw_margin(draw_z: float, players: int, beta: float) -> float:
 def comparison_margin(
     draw_z: float, beta: float, ratings: list[list[Rating]], noise: list[float] | None, a: int, b: int
 ) -> float:
-    """The draw margin between teams a and b: seed 000 §4.1 by player counts, or with
-    `noise` (per-team Σ w²·beta²) Φ⁻¹((p + 1)/2)·sqrt(noise_a + noise_b), which is the
-    same for TrueSkill's sum and scales with any other team-performance function."""
+    """The draw margin between teams a and b (see chain_margins)."""
+    return chain_margins(draw_z, beta, ratings, noise, [a, b])[0]
+
+
+def chain_margins(
+    draw_z: float, beta: float, ratings: list[list[Rating]], noise: list[float] | None, order: list[int]
+) -> list[float]:
+    """The draw margin between each pair of neighbouring teams along `order`: seed 000 §4.1 by
+    player counts, or with `noise` (per-team Σ w²·beta²) Φ⁻¹((p + 1)/2)·sqrt(noise_a + noise_b),
+    which is the same for TrueSkill's sum and scales with any other team-performance function."""
+    sqrt = math.sqrt
     if noise is None:
-        return draw_margin(draw_z, len(ratings[a]) + len(ratings[b]), beta)
-    return draw_z * math.sqrt(noise[a] + noise[b])
+        # draw_margin's expression, so the chain and the two-team path round alike.
+        return [draw_z * sqrt(len(ratings[a]) + len(ratings[b])) * beta for a, b in pairwise(order)]
+    return [draw_z * sqrt(noise[a] + noise[b]) for a, b in pairwise(order)]
 
 
 def two_teams(
@@ -97,30 +110,30 @@ def two_teams(
         else:
             v, w_trunc, rest = truncation.win(x, 0.0)
     shift = v / c
-    trusted = Rating._trusted
+    trusted = trusted_rating
     sqrt = math.sqrt
     out_winner = []
     if winner_weights is None:
         for mu, sigma in winner:
             s2 = sigma * sigma + tau2
             ratio = s2 / var
-            out_winner.append(trusted(mu + s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest))))
+            out_winner.append(trusted((mu + s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest)))))
     else:
         for (mu, sigma), w in zip(winner, winner_weights, strict=True):
             s2 = sigma * sigma + tau2
             ratio = w * w * s2 / var
-            out_winner.append(trusted(mu + w * s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest))))
+            out_winner.append(trusted((mu + w * s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest)))))
     out_loser = []
     if loser_weights is None:
         for mu, sigma in loser:
             s2 = sigma * sigma + tau2
             ratio = s2 / var
-            out_loser.append(trusted(mu - s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest))))
+            out_loser.append(trusted((mu - s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest)))))
     else:
         for (mu, sigma), w in zip(loser, loser_weights, strict=True):
             s2 = sigma * sigma + tau2
             ratio = w * w * s2 / var
-            out_loser.append(trusted(mu - w * s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest))))
+            out_loser.append(trusted((mu - w * s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * rest)))))
     return out_winner, out_loser
 
 
@@ -210,26 +223,113 @@ def chain_team_messages(
     count = len(ratings)
     team_means, team_variances = team_priors(ratings, weights, beta * beta, tau2)
     order = chain_order(ranks)
-    links = count - 1
-    margins = [0.0] * links
-    ties = [False] * links
-    for k in range(links):
-        left, right = order[k], order[k + 1]
-        ties[k] = ranks[left] == ranks[right]
-        margins[k] = comparison_margin(draw_z, beta, ratings, noise, left, right)
-        if ties[k] and margins[k] <= 0.0:
-            raise RatingInputError("a tie cannot be rated when draw_probability is 0")
-    prior_pi = [1.0 / team_variances[team] for team in order]
-    prior_tau = [team_means[team] * p for team, p in zip(order, prior_pi, strict=True)]
-    messages = ChainMessages.empty(count)
-    chain_sweeps(prior_pi, prior_tau, margins, ties, messages, tolerance, max_sweeps)
-    msg_pi, msg_tau = messages.received()
+    # Teams are usually listed in finishing order; then nothing needs reordering.
+    listed = order == list(range(count))
+    margins = chain_margins(draw_z, beta, ratings, noise, order)
+    ranked = ranks if listed else [ranks[team] for team in order]
+    ties = chain_ties(ranked, margins)
+    prior_var = team_variances if listed else [team_variances[team] for team in order]
+    prior_mean = team_means if listed else [team_means[team] for team in order]
+    msg_pi, msg_tau = chain_messages(prior_var, prior_mean, margins, ties, tolerance, max_sweeps)
+    if listed:
+        return team_means, team_variances, msg_pi, msg_tau
     to_pi = [0.0] * count
     to_tau = [0.0] * count
     for position, team in enumerate(order):
         to_pi[team] = msg_pi[position]
         to_tau[team] = msg_tau[position]
     return team_means, team_variances, to_pi, to_tau
+
+
+def chain_ties(ranked: list[float], margins: list[float]) -> list[bool]:
+    """Which neighbouring teams along the chain tie, given their ranks in chain order."""
+    ties = [a == b for a, b in pairwise(ranked)]
+    if True in ties and min(margins) <= 0.0:
+        for tie, margin in zip(ties, margins, strict=True):
+            if tie and margin <= 0.0:
+                raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+    return ties
+
+
+def chain_messages(
+    prior_var: list[float],
+    prior_mean: list[float],
+    margins: list[float],
+    ties: list[bool],
+    tolerance: float,
+    max_sweeps: int,
+) -> tuple[list[float], list[float]]:
+    """The messages a chain of truncation factors sends each of its variables, as
+    (precision, precision·mean), all in chain order: the straight-line kernel of its length
+    where there is one, else chain_sweeps."""
+    links = len(margins)
+    if links <= MAX_LINKS:
+        return kernel(links)(prior_var, prior_mean, margins, ties, tolerance, max_sweeps)
+    prior_pi = [1.0 / v for v in prior_var]
+    prior_tau = [m * p for m, p in zip(prior_mean, prior_pi, strict=True)]
+    messages = ChainMessages.empty(links + 1)
+    chain_sweeps(prior_pi, prior_tau, margins, ties, messages, tolerance, max_sweeps)
+    return messages.received()
+
+
+def update_plain_ratings(
+    groups: Sequence[Sequence[Rating]],
+    ranks: list[float],
+    beta: float,
+    tau2: float,
+    draw_z: float,
+    tolerance: float,
+    max_sweeps: int,
+) -> list[tuple[Rating, ...]]:
+    """update_ratings for three or more teams of unit weights and TrueSkill's sum, the common
+    call, in one pass over the teams each way (tests hold the two equal). Returns tuples."""
+    count = len(groups)
+    order = chain_order(ranks)
+    noise = tau2 + beta * beta
+    sqrt = math.sqrt
+    teams = [groups[team] for team in order]
+    prior_var = [0.0] * count
+    prior_mean = [0.0] * count
+    margins = [0.0] * (count - 1)
+    ties = [False] * (count - 1)
+    # One pass in chain order: each team's prior, and its margin (draw_margin's expression)
+    # and tie with the team before it.
+    previous = ranks[order[0]]
+    for k, group in enumerate(teams):
+        m = 0.0
+        v = 0.0
+        for mu, sigma in group:
+            m += mu
+            v += sigma * sigma
+        prior_mean[k] = m
+        prior_var[k] = v + len(group) * noise
+        rank = ranks[order[k]]
+        if k:
+            margins[k - 1] = draw_z * sqrt(len(teams[k - 1]) + len(group)) * beta
+            if rank == previous:
+                if margins[k - 1] <= 0.0:
+                    raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+                ties[k - 1] = True
+        previous = rank
+    msg_pi, msg_tau = chain_messages(prior_var, prior_mean, margins, ties, tolerance, max_sweeps)
+    results: list[tuple[Rating, ...]] = [()] * count
+    trusted = trusted_rating
+    for k, group in enumerate(teams):
+        # push_to_players with every coefficient 1.
+        var_t = prior_var[k]
+        u_pi = msg_pi[k]
+        inverse = 1.0 / (1.0 + u_pi * var_t)
+        innovation = (msg_tau[k] - u_pi * prior_mean[k]) * inverse
+        precision_gain = u_pi * inverse
+        out = []
+        for mu, sigma in group:
+            s2 = sigma * sigma + tau2
+            new_var = s2 - s2 * s2 * precision_gain
+            if new_var <= 0.0:
+                new_var = s2 * ((var_t - s2) / var_t + (s2 / var_t) * inverse)
+            out.append(trusted((mu + s2 * innovation, sqrt(new_var))))
+        results[order[k]] = tuple(out)
+    return results
 
 
 @dataclass(slots=True)
@@ -342,21 +442,21 @@ def push_to_players(
     """Each team's message from below, pushed back to its players by the exact Gaussian
     (Kalman) update along t_k = Σ w_i·p_i, where cov(s_i, t_k) = w_i·s_i²."""
     results: list[list[Rating]] = []
-    trusted = Rating._trusted
+    trusted = trusted_rating
     sqrt = math.sqrt
     for team, team_weights, var_t, mean_t, u_pi, u_tau in zip(
         ratings, weights, variances, means, msg_pi, msg_tau, strict=True
     ):
-        shrink = 1.0 + u_pi * var_t
-        innovation = (u_tau - u_pi * mean_t) / shrink
-        precision_gain = u_pi / shrink
+        inverse = 1.0 / (1.0 + u_pi * var_t)
+        innovation = (u_tau - u_pi * mean_t) * inverse
+        precision_gain = u_pi * inverse
         out = []
         for (mu, sigma), w in zip(team, team_weights, strict=True):
             s2 = sigma * sigma + tau2
             ws2 = w * s2
             new_var = s2 - ws2 * ws2 * precision_gain
             if new_var <= 0.0:
-                new_var = s2 * ((var_t - w * ws2) / var_t + (w * ws2 / var_t) / shrink)
-            out.append(trusted(mu + ws2 * innovation, sqrt(new_var)))
+                new_var = s2 * ((var_t - w * ws2) / var_t + (w * ws2 / var_t) * inverse)
+            out.append(trusted((mu + ws2 * innovation, sqrt(new_var))))
         results.append(out)
     return results

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
@@ -22,8 +24,8 @@ class Rating(tuple[float, float]):
     """An immutable (mu, sigma) pair, validated on construction.
 
     A tuple subclass so that creating the engine's outputs costs one allocation; the
-    engine builds its results with `Rating._trusted`, which skips validation of values
-    it computed itself.
+    engine builds its results with `trusted_rating((mu, sigma))`, which skips validation
+    of values it computed itself.
     """
 
     __slots__ = ()
@@ -49,12 +51,12 @@ class Rating(tuple[float, float]):
     mu: float = property(itemgetter(0))  # type: ignore[assignment]
     sigma: float = property(itemgetter(1))  # type: ignore[assignment]
 
-    @classmethod
-    def _trusted(cls, mu: float, sigma: float) -> Rating:
-        return tuple.__new__(cls, (mu, sigma))
-
     def __getnewargs__(self) -> tuple[Any, ...]:
         return (self[0], self[1])
 
     def __repr__(self) -> str:
         return f"Rating(mu={self[0]:.3f}, sigma={self[1]:.3f})"
+
+
+# A Rating from values the engine computed itself: no validation, one C call.
+trusted_rating: Callable[[tuple[float, float]], Rating] = partial(tuple.__new__, Rating)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal, localcontext
+from math import erf, erfc, exp
 
 import numpy as np
 
@@ -31,6 +32,8 @@ NARROW_WINDOW = 1e-2
 # Far in the tail, windows up to this half-width are integrated by quadrature too.
 QUADRATURE_WINDOW = 2.0
 _LEGENDRE = [(float(x), float(w)) for x, w in zip(*np.polynomial.legendre.leggauss(32), strict=True)]
+# Below this x = t − e the direct ratios lose digits and the continued fraction takes over.
+_FAR = -CONTINUED_FRACTION_FROM * SQRT2
 
 
 def win(t: float, e: float) -> Truncation:
@@ -39,9 +42,9 @@ def win(t: float, e: float) -> Truncation:
     With x = t − e, V = φ(x)/Φ(x) (the inverse Mills ratio of −x) and W = V·(V + x).
     """
     x = t - e
-    if x > -CONTINUED_FRACTION_FROM * SQRT2:
-        phi = INV_SQRT_2PI * math.exp(-0.5 * x * x)
-        big_phi = 0.5 * math.erfc(-x / SQRT2)
+    if x > _FAR:
+        phi = INV_SQRT_2PI * exp(-0.5 * x * x)
+        big_phi = 0.5 * erfc(-x / SQRT2)
         v = phi / big_phi
         w = v * (v + x)
         return v, w, 1.0 - w
@@ -54,8 +57,8 @@ def win(t: float, e: float) -> Truncation:
 
 def _mills(b: float) -> float:
     """φ(b)/Φ(b), finite for every finite b."""
-    if b > -CONTINUED_FRACTION_FROM * SQRT2:
-        return INV_SQRT_2PI * math.exp(-0.5 * b * b) / (0.5 * math.erfc(-b / SQRT2))
+    if b > _FAR:
+        return INV_SQRT_2PI * exp(-0.5 * b * b) / (0.5 * erfc(-b / SQRT2))
     z = -b / SQRT2
     k1, _ = laplace_fractions(z)
     return SQRT2 * (z + k1)
@@ -67,21 +70,24 @@ def draw(t: float, e: float) -> Truncation:
     The truncated standard normal lives on [a, b] = [−e − |t|, e − |t|]; V takes the
     sign of t. Far in the tail every term is scaled by Φ(b) so nothing underflows.
     """
-    sign = -1.0 if t < 0.0 else 1.0
-    t = abs(t)
+    if t < 0.0:
+        sign = -1.0
+        t = -t
+    else:
+        sign = 1.0
     if e <= NARROW_WINDOW and e * t <= 20.0:
         v, rest = _narrow_window(t, e)
         return sign * v, 1.0 - rest, rest
     a = -e - t
     b = e - t
-    if b > -CONTINUED_FRACTION_FROM * SQRT2:
-        pa = INV_SQRT_2PI * math.exp(-0.5 * a * a)
-        pb = INV_SQRT_2PI * math.exp(-0.5 * b * b)
+    if b > _FAR:
+        pa = INV_SQRT_2PI * exp(-0.5 * a * a)
+        pb = INV_SQRT_2PI * exp(-0.5 * b * b)
         if b > 0.0:
             # The window straddles the mean: erf keeps full precision near zero.
-            z = 0.5 * (math.erf(b / SQRT2) - math.erf(a / SQRT2))
+            z = 0.5 * (erf(b / SQRT2) - erf(a / SQRT2))
         else:
-            z = 0.5 * (math.erfc(-b / SQRT2) - math.erfc(-a / SQRT2))
+            z = 0.5 * (erfc(-b / SQRT2) - erfc(-a / SQRT2))
         v = (pa - pb) / z
         w = v * v + (b * pb - a * pa) / z
         return sign * v, w, 1.0 - w
@@ -111,7 +117,7 @@ def _narrow_window(t: float, e: float) -> tuple[float, float]:
     zeroth = first = second = 0.0
     for node, weight in _LEGENDRE:
         s = e * node
-        f = weight * math.exp(t * (s - e) - 0.5 * s * s)
+        f = weight * exp(t * (s - e) - 0.5 * s * s)
         zeroth += f
         first += f * s
         second += f * s * s
