@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from app.matchmaking.balance import EXACT_LIMIT, _heuristic, _Scorer, _units, balance, team_sizes
+from app.matchmaking.balance import EXACT_LIMIT, _heuristic, balance, team_sizes, units_of
 from app.rating import Rating, RatingInputError, TrueSkill
 
 ENV = TrueSkill()
@@ -81,11 +81,9 @@ def test_heuristic_reaches_99_percent_of_exact_on_random_12_player_lobbies() -> 
         teams = rng.choice([2, 3, 4])
         parties = [[0, 1]] if trial % 3 == 0 else []
         exact = balance(ratings, teams, parties, ENV)
+        beta2 = ENV.beta**2
         guess = _heuristic(
-            _units(len(ratings), parties),
-            team_sizes(len(ratings), teams),
-            _Scorer(ratings, ENV.beta),
-            random.Random(trial),
+            units_of(ratings, parties, beta2)[0], team_sizes(len(ratings), teams), beta2, random.Random(trial)
         )
         assert guess.quality <= exact.quality * (1 + 1e-9)
         ratios.append(guess.quality / exact.quality)

@@ -1,0 +1,85 @@
+"""The waiting tickets of a queue as columns, and matches as rows of them.
+
+Forming matches reads every waiting ticket, so a queue hands the algorithms columns
+(NumPy arrays, one row per ticket) rather than objects: what a ticket contributes to a
+team's performance under TrueSkill's sum is its players' Σ mu and Σ sigma², and its size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from app.rating import Rating
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    ticket_id: str
+    players: tuple[str, ...]
+    ratings: tuple[Rating, ...]
+    attributes: str  # canonical JSON: equal strings may share a match
+    waited: float  # seconds
+
+    @property
+    def skill(self) -> float:
+        return sum(r.mu for r in self.ratings) / len(self.ratings)
+
+
+def canonical_attributes(attributes: Mapping[str, object]) -> str:
+    return json.dumps(attributes, sort_keys=True, separators=(",", ":"))
+
+
+def attribute_group(attributes: str) -> int:
+    """A 48-bit digest of canonical attributes (exact in a float64): equal attributes, equal
+    group. Two different attribute sets share a group with probability 2⁻⁴⁸, so a queue checks
+    a match's attributes before it claims it."""
+    return int.from_bytes(hashlib.blake2b(attributes.encode(), digest_size=6).digest(), "big")
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """Waiting tickets as parallel columns. Only tickets of one group may share a match."""
+
+    ids: Sequence[str]
+    size: IntArray  # players on the ticket (more than one: a party)
+    mu: FloatArray  # Σ mu of its players
+    var: FloatArray  # Σ sigma² of its players
+    waited: FloatArray  # seconds in the queue
+    group: IntArray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def of(cls, tickets: Sequence[Ticket]) -> Pool:
+        groups: dict[str, int] = {}
+        return cls(
+            [t.ticket_id for t in tickets],
+            np.array([len(t.ratings) for t in tickets], dtype=np.int64),
+            np.array([sum(r.mu for r in t.ratings) for t in tickets], dtype=np.float64),
+            np.array([sum(r.sigma * r.sigma for r in t.ratings) for t in tickets], dtype=np.float64),
+            np.array([t.waited for t in tickets], dtype=np.float64),
+            np.array([groups.setdefault(t.attributes, len(groups)) for t in tickets], dtype=np.int64),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A match formed from a pool: its teams as pool rows, its quality and longest wait."""
+
+    teams: tuple[tuple[int, ...], ...]
+    quality: float
+    longest_wait: float
+    rows: tuple[int, ...] = field(init=False)  # every team's rows, in team order
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", tuple(row for team in self.teams for row in team))

@@ -1,0 +1,60 @@
+"""Seed 000 eq. 7 for many candidate matches at once, and the threshold they must clear.
+
+The general form of eq. 7 depends on a split only through each team's sums (see
+app.rating.prediction and balance.split_quality), so whole arrays of candidates are scored
+with a handful of NumPy operations: teams along the last axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.matchmaking.pool import FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class Relaxation:
+    """The quality a match must reach, as a function of its longest wait."""
+
+    start: float = 0.4
+    floor: float = 0.05
+    seconds: float = 60.0
+
+    def threshold(self, waited: float) -> float:
+        if self.seconds <= 0 or waited >= self.seconds:
+            return self.floor
+        return self.start + (self.floor - self.start) * waited / self.seconds
+
+    def thresholds(self, waited: FloatArray) -> FloatArray:
+        """`threshold` of every element, with the same arithmetic."""
+        if self.seconds <= 0:
+            return np.full_like(waited, self.floor)
+        relaxed = self.start + (self.floor - self.start) * waited / self.seconds
+        return np.where(waited >= self.seconds, self.floor, relaxed)
+
+
+def pair_quality(
+    mu_a: FloatArray, var_a: FloatArray, mu_b: FloatArray, var_b: FloatArray, beta2: float
+) -> FloatArray:
+    """Eq. 7 for two players: sqrt(2β²/c²)·exp(−(μa − μb)²/(2c²)), c² = 2β² + σa² + σb²."""
+    two_beta2 = 2.0 * beta2
+    c2 = two_beta2 + var_a + var_b
+    delta = mu_a - mu_b
+    result: FloatArray = np.sqrt(two_beta2 / c2) * np.exp(-delta * delta / (2.0 * c2))
+    return result
+
+
+def team_quality(mu: FloatArray, spread: FloatArray, players: FloatArray, beta2: float) -> FloatArray:
+    """Eq. 7 from per-team sums along the last axis: Σ mu, Σ (sigma² + beta²) and the team's
+    players (balance.split_quality, vectorised)."""
+    noise = beta2 * players
+    log_ratio = np.log(noise).sum(-1) + np.log((1.0 / noise).sum(-1))
+    inverse = 1.0 / spread
+    total = inverse.sum(-1)
+    log_ratio -= np.log(spread).sum(-1) + np.log(total)
+    centre = (mu * inverse).sum(-1) / total
+    scatter = ((mu - centre[..., None]) ** 2 * inverse).sum(-1)
+    result: FloatArray = np.exp(0.5 * log_ratio - 0.5 * scatter)
+    return result
