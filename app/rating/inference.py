@@ -282,10 +282,11 @@ def update_plain_ratings(
     max_sweeps: int,
 ) -> list[tuple[Rating, ...]]:
     """update_ratings for three or more teams of unit weights and TrueSkill's sum, the common
-    call, in one pass over the teams each way (tests hold the two equal). Returns tuples."""
+    call, in one pass over the teams each way (tests hold the two equal, bit for bit). Returns
+    tuples."""
     count = len(groups)
     order = chain_order(ranks)
-    noise = tau2 + beta * beta
+    beta2 = beta * beta
     sqrt = math.sqrt
     teams = [groups[team] for team in order]
     prior_var = [0.0] * count
@@ -300,9 +301,10 @@ def update_plain_ratings(
         v = 0.0
         for mu, sigma in group:
             m += mu
-            v += sigma * sigma
+            # team_priors's expression with w = 1, so both paths round alike, bit for bit.
+            v += sigma * sigma + tau2 + beta2
         prior_mean[k] = m
-        prior_var[k] = v + len(group) * noise
+        prior_var[k] = v
         rank = ranks[order[k]]
         if k:
             margins[k - 1] = draw_z * sqrt(len(teams[k - 1]) + len(group)) * beta
