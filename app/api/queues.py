@@ -7,7 +7,16 @@ from fastapi import APIRouter, Response, status
 from app.api.deps import MatchmakingKey, RedisDep, SessionDep
 from app.ids import Identifier
 from app.queues import service
-from app.queues.schemas import MatchmakeIn, MatchmakeOut, QueueStats, TicketCreated, TicketIn, TicketOut
+from app.queues.schemas import (
+    MatchmakeIn,
+    MatchmakeOut,
+    QueueStats,
+    TicketBatchIn,
+    TicketBatchOut,
+    TicketCreated,
+    TicketIn,
+    TicketOut,
+)
 
 router = APIRouter(prefix="/v1/queues", tags=["matchmaking queue"])
 
@@ -25,6 +34,18 @@ async def create_ticket(
     """Queue a player or a party. Ratings are read now; unseen players start at the mode's
     prior. A player holds at most one active ticket per mode (409 otherwise)."""
     return await service.create_ticket(session, redis, mode, body)
+
+
+@router.post("/{mode}/tickets/batch", operation_id="create_tickets", response_model=TicketBatchOut)
+async def create_tickets(
+    mode: Identifier, body: TicketBatchIn, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+) -> Response:
+    """Queue up to 1,000 tickets in one request, each as POST /tickets would. Every ticket has
+    its own outcome: queued, or rejected when one of its players already holds an active
+    ticket in the mode (an earlier ticket of the batch counts). A malformed ticket (422)
+    rejects the whole batch, and nothing is queued."""
+    content = await service.create_tickets(session, redis, mode, body)
+    return Response(content, media_type="application/json")
 
 
 @router.get("/{mode}/tickets/{ticket_id}", operation_id="get_ticket", response_model=TicketOut)
@@ -52,10 +73,12 @@ async def cancel_ticket(
 @router.post("/{mode}/matchmake", operation_id="matchmake", response_model=MatchmakeOut)
 async def matchmake(
     mode: Identifier, body: MatchmakeIn, session: SessionDep, redis: RedisDep, _: MatchmakingKey
-) -> MatchmakeOut:
+) -> Response:
     """Form up to max_matches matches of the mode's shape, best draw quality first. Each
     is claimed atomically: no ticket is ever in two proposals."""
-    return await service.matchmake(session, redis, mode, body.max_matches)
+    # The proposals' JSON, as stored on their tickets: built once, sent as is.
+    content = await service.matchmake(session, redis, mode, body.max_matches)
+    return Response(content, media_type="application/json")
 
 
 @router.get("/{mode}", operation_id="queue_stats", response_model=QueueStats)

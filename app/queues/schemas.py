@@ -27,6 +27,26 @@ class TicketCreated(BaseModel):
     created_at: dt.datetime
 
 
+class TicketBatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tickets: list[TicketIn] = Field(min_length=1, max_length=1000)
+
+
+class TicketOutcome(BaseModel):
+    """One ticket of a batch: queued (with its id), or rejected because a player already
+    holds an active ticket in the mode (`detail` names them)."""
+
+    ticket_id: str | None
+    status: Literal["queued", "rejected"]
+    created_at: dt.datetime | None
+    detail: str | None
+
+
+class TicketBatchOut(BaseModel):
+    tickets: list[TicketOutcome]
+
+
 class ProposalOut(BaseModel):
     proposal_id: str
     teams: list[list[str]]

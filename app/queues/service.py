@@ -5,46 +5,100 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
 import time
-import uuid
 
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import metrics
 from app.errors import Conflict, NotFound, ValidationFailed
-from app.matchmaking.proposals import Ticket, canonical_attributes, propose
+from app.matchmaking.proposals import canonical_attributes, form_matches
 from app.modes import service as modes
 from app.players import repository as players
-from app.queues.schemas import MatchmakeOut, ProposalOut, QueueStats, TicketCreated, TicketIn, TicketOut
-from app.queues.store import QueueStore
-from app.rating import Rating
+from app.queues.schemas import (
+    ProposalOut,
+    QueueStats,
+    TicketBatchIn,
+    TicketCreated,
+    TicketIn,
+    TicketOut,
+)
+from app.queues.store import Claim, NewTicket, QueueStore
 
 
 async def create_ticket(session: AsyncSession, redis: Redis, mode: str, body: TicketIn) -> TicketCreated:
-    rules = await modes.resolve(session, mode)
-    if len(set(body.players)) != len(body.players):
-        raise ValidationFailed(
-            "a player appears twice in the ticket",
-            errors=[{"loc": ["body", "players"], "msg": "a player appears twice"}],
-        )
-    if len(body.players) > rules.team_size:
-        message = f"a party of {len(body.players)} does not fit teams of {rules.team_size}"
-        raise ValidationFailed(message, errors=[{"loc": ["body", "players"], "msg": message}])
-    known = await players.current_ratings(session, mode, body.players)
-    prior = (rules.env.mu, rules.env.sigma)
-    ratings = [known.get(p, prior) for p in body.players]
-    ticket_id = uuid.uuid4().hex
-    now = time.time()
-    store = QueueStore(redis, mode)
-    holder = await store.enqueue(
-        ticket_id, body.players, ratings, canonical_attributes(body.attributes), now, rules.ticket_ttl
-    )
-    if holder:
-        raise Conflict(f"player {body.players[holder - 1]!r} already holds an active ticket in {mode!r}")
+    """Queue one ticket; 409 if one of its players already holds an active ticket."""
+    (ticket,), (clash,), now = await _enqueue(session, redis, mode, [body], ["body"])
+    if clash:
+        raise Conflict(_held(ticket, clash, mode))
     return TicketCreated(
-        ticket_id=ticket_id, status="queued", created_at=dt.datetime.fromtimestamp(now, dt.UTC)
+        ticket_id=ticket.ticket_id, status="queued", created_at=dt.datetime.fromtimestamp(now, dt.UTC)
     )
+
+
+async def create_tickets(session: AsyncSession, redis: Redis, mode: str, body: TicketBatchIn) -> bytes:
+    """Queue a batch of tickets; the JSON of TicketBatchOut. A ticket whose player already holds
+    an active ticket (or is in an earlier ticket of the batch) is rejected on its own."""
+    tickets, clashes, now = await _enqueue(session, redis, mode, body.tickets, ["body", "tickets"])
+    # Written directly: a thousand outcome models cost more than queueing the tickets.
+    created = dt.datetime.fromtimestamp(now, dt.UTC).isoformat().replace("+00:00", "Z")
+    outcomes = [
+        {"ticket_id": ticket.ticket_id, "status": "queued", "created_at": created, "detail": None}
+        if clash == 0
+        else {
+            "ticket_id": None,
+            "status": "rejected",
+            "created_at": None,
+            "detail": _held(ticket, clash, mode),
+        }
+        for ticket, clash in zip(tickets, clashes, strict=True)
+    ]
+    return json.dumps({"tickets": outcomes}).encode()
+
+
+async def _enqueue(
+    session: AsyncSession, redis: Redis, mode: str, tickets: list[TicketIn], where: list[str]
+) -> tuple[list[NewTicket], list[int], float]:
+    """Validate every ticket (a malformed one rejects them all), read the players' ratings
+    (unseen players start at the mode's prior) and queue them in one script. Returns the
+    tickets, each one's clash (0, or the 1-based position of a player already holding a
+    ticket) and the time they were queued."""
+    rules = await modes.resolve(session, mode)
+    for number, ticket in enumerate(tickets):
+        loc = [*where, number, "players"] if len(where) > 1 else [*where, "players"]
+        if len(set(ticket.players)) != len(ticket.players):
+            raise ValidationFailed(
+                "a player appears twice in the ticket", errors=[{"loc": loc, "msg": "a player appears twice"}]
+            )
+        if len(ticket.players) > rules.team_size:
+            message = f"a party of {len(ticket.players)} does not fit teams of {rules.team_size}"
+            raise ValidationFailed(message, errors=[{"loc": loc, "msg": message}])
+    known = await players.current_ratings(session, mode, list({p for t in tickets for p in t.players}))
+    prior = (rules.env.mu, rules.env.sigma)
+    queued = [
+        NewTicket(
+            ticket_id,
+            ticket.players,
+            [known.get(p, prior) for p in ticket.players],
+            canonical_attributes(ticket.attributes) if ticket.attributes else "{}",
+        )
+        for ticket_id, ticket in zip(_random_ids(len(tickets)), tickets, strict=True)
+    ]
+    now = time.time()
+    clashes = await QueueStore(redis, mode).enqueue(queued, now, rules.ticket_ttl)
+    return queued, clashes, now
+
+
+def _held(ticket: NewTicket, clash: int, mode: str) -> str:
+    return f"player {ticket.players[clash - 1]!r} already holds an active ticket in {mode!r}"
+
+
+def _random_ids(count: int) -> list[str]:
+    """Random 128-bit ids, as 32 hex digits (like uuid4().hex): one read of the system's
+    randomness for all of them."""
+    digits = os.urandom(16 * count).hex()
+    return [digits[32 * i : 32 * (i + 1)] for i in range(count)]
 
 
 async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> TicketOut:
@@ -68,46 +122,50 @@ async def cancel_ticket(redis: Redis, mode: str, ticket_id: str) -> None:
         raise Conflict(f"ticket {ticket_id!r} is already matched")
 
 
-async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches: int) -> MatchmakeOut:
+async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches: int) -> bytes:
+    """Up to max_matches matches, best first, each claimed atomically; the response's JSON."""
     rules = await modes.resolve(session, mode)
     store = QueueStore(redis, mode)
     now = time.time()
     await store.expire(now, rules.ticket_ttl)
-    waiting = await store.waiting()
-    tickets = [
-        Ticket(
-            ticket_id,
-            tuple(entry[0]),
-            tuple(Rating(mu, sigma) for mu, sigma in entry[1]),
-            entry[2],
-            now - entry[3],
-        )
-        for ticket_id, entry in waiting.items()
-        if now - entry[3] < rules.ticket_ttl
-    ]
-    enqueued_at = {ticket_id: entry[3] for ticket_id, entry in waiting.items()}
+    pool = await store.pool(now, rules.ticket_ttl)
     # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
-    proposals = await asyncio.to_thread(
-        propose, tickets, rules.teams, rules.team_size, rules.env, rules.relax, max_matches
+    matches = await asyncio.to_thread(
+        form_matches, pool, rules.teams, rules.team_size, rules.env.beta, rules.relax, max_matches
     )
-    claimed: list[ProposalOut] = []
-    for proposal in proposals:
-        out = ProposalOut(
-            proposal_id=uuid.uuid4().hex,
-            teams=[list(t) for t in proposal.teams],
-            ticket_ids=list(proposal.ticket_ids),
-            quality=proposal.quality,
-            longest_wait_s=proposal.longest_wait,
-        )
-        members = [p for team in proposal.teams for p in team]
-        # Another caller may have taken one of these tickets since we read: then skip it.
-        claimed_at = time.time()
-        if await store.claim(list(proposal.ticket_ids), members, out.model_dump_json(), claimed_at):
-            claimed.append(out)
-            metrics.MATCH_QUALITY.labels(mode).observe(proposal.quality)
-            for ticket_id in proposal.ticket_ids:
-                metrics.QUEUE_WAIT.labels(mode).observe(claimed_at - enqueued_at[ticket_id])
-    return MatchmakeOut(matches=claimed)
+    rows = [row for match in matches for row in match.rows]
+    who = dict(zip(rows, await store.members([pool.ids[row] for row in rows]), strict=True))
+    claims: list[Claim] = []
+    chosen = []
+    proposal_ids = iter(_random_ids(len(matches)))
+    for match in matches:
+        found = [who[row] for row in match.rows]
+        present = [f for f in found if f is not None]
+        # A ticket gone since the pool was read, or two attribute sets whose digests collide.
+        if len(present) != len(found) or len({attributes for _, attributes in present}) != 1:
+            continue
+        players_of = dict(zip(match.rows, (members for members, _ in present), strict=True))
+        teams = [[p for row in team for p in players_of[row]] for team in match.teams]
+        ticket_ids = [pool.ids[row] for row in match.rows]
+        proposal = {
+            "proposal_id": next(proposal_ids),
+            "teams": teams,
+            "ticket_ids": ticket_ids,
+            "quality": match.quality,
+            "longest_wait_s": match.longest_wait,
+        }
+        claims.append(Claim(ticket_ids, [p for team in teams for p in team], json.dumps(proposal)))
+        chosen.append(match)
+    claimed_at = time.time()
+    # Another caller may have taken some of these tickets since we read: those are skipped.
+    won = await store.claim(claims, claimed_at)
+    quality = metrics.MATCH_QUALITY.labels(mode)
+    wait = metrics.QUEUE_WAIT.labels(mode)
+    for index in won:
+        quality.observe(chosen[index].quality)
+        for row in chosen[index].rows:
+            wait.observe(claimed_at - now + float(pool.waited[row]))
+    return b'{"matches":[' + ",".join(claims[index].match for index in won).encode() + b"]}"
 
 
 async def stats(session: AsyncSession, redis: Redis, mode: str) -> QueueStats:
@@ -115,7 +173,7 @@ async def stats(session: AsyncSession, redis: Redis, mode: str) -> QueueStats:
     store = QueueStore(redis, mode)
     now = time.time()
     await store.expire(now, rules.ticket_ttl)
-    tickets, player_count, oldest = await store.stats(now)
+    tickets, player_count, oldest = await store.stats(now, rules.ticket_ttl)
     return QueueStats(tickets=tickets, players=player_count, oldest_wait_s=oldest)
 
 

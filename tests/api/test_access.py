@@ -33,6 +33,7 @@ NEEDS = {
     "evaluate_lobby": "matchmaking",
     "balance_lobby": "matchmaking",
     "create_ticket": "matchmaking",
+    "create_tickets": "matchmaking",
     "get_ticket": "matchmaking",
     "cancel_ticket": "matchmaking",
     "matchmake": "matchmaking",
