@@ -159,11 +159,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--pool", type=int, default=20, help="DB_POOL_SIZE of each worker")
     args = parser.parse_args()
     for tool in ("wrk", "pgbench"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is not installed (apt-get install wrk postgresql-client)")
-    with serving("matches", args.workers, DB_POOL_SIZE="20") as served:
+    with serving("matches", args.workers, DB_POOL_SIZE=str(args.pool)) as served:
         seed(served.database_url)
         lua = served.workdir / "post.lua"
         lua.write_text(WRK_SCRIPT % {"key": served.key, "players": PLAYERS})

@@ -6,12 +6,13 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
-from sqlalchemy.exc import DataError, DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import AppError
@@ -40,6 +41,21 @@ def problem(
     if errors is not None:
         body["errors"] = errors
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM)
+
+
+def _database_problem(request: Request, error: BaseException | None, lost: bool) -> JSONResponse:
+    """A database error as problem+json: a value PostgreSQL cannot hold is the client's input
+    (422), a lost connection is worth a retry (503), anything else is ours (500)."""
+    if isinstance(error, psycopg.DataError):
+        # A value PostgreSQL cannot hold that validation let through: the client's input.
+        log.warning("rejected value: %s", error.__class__.__name__)
+        return problem(422, f"a value cannot be stored: {str(error).splitlines()[0]}", request)
+    if lost:
+        return problem(
+            503, "the database connection was lost; retry shortly", request, headers={"Retry-After": "2"}
+        )
+    log.exception("database error")
+    return problem(500, "internal error", request)
 
 
 def _clean_errors(errors: Any) -> list[dict[str, Any]]:
@@ -80,16 +96,15 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError) -> JSONResponse:
-        if isinstance(exc, DataError):
-            # A value PostgreSQL cannot hold that validation let through: the client's input.
-            log.warning("rejected value: %s", exc.orig.__class__.__name__)
-            return problem(422, f"a value cannot be stored: {str(exc.orig).splitlines()[0]}", request)
-        if exc.connection_invalidated:
-            return problem(
-                503, "the database connection was lost; retry shortly", request, headers={"Retry-After": "2"}
-            )
-        log.exception("database error")
-        return problem(500, "internal error", request)
+        return _database_problem(request, exc.orig, exc.connection_invalidated)
+
+    # The match hot path runs on the session's psycopg connection (app.matches.repository),
+    # so its errors arrive unwrapped: the same answers.
+    @app.exception_handler(psycopg.Error)
+    async def driver_error(request: Request, exc: psycopg.Error) -> JSONResponse:
+        return _database_problem(
+            request, exc, isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+        )
 
     @app.exception_handler(RedisError)
     async def redis_down(request: Request, exc: RedisError) -> JSONResponse:

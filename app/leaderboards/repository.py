@@ -18,7 +18,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 # exclusively, so no writer's trigger counts with the old rules while they recount.
 LOCK_CLASS = 7240
 
-SHARED_LOCK_SQL = f"pg_advisory_xact_lock_shared({LOCK_CLASS}, hashtext(CAST(:mode AS varchar)))"
+
+def shared_lock(mode: str) -> str:
+    """SQL taking a mode's lock shared; `mode` is the parameter naming it, in the caller's
+    placeholder style (":mode" for SQLAlchemy, "%(mode)s" for psycopg)."""
+    return f"pg_advisory_xact_lock_shared({LOCK_CLASS}, hashtext(CAST({mode} AS varchar)))"
+
+
+SHARED_LOCK_SQL = shared_lock(":mode")
 
 _MIN_MATCHES = text("SELECT min_matches_for_leaderboard FROM modes WHERE name = :mode")
 

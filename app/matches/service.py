@@ -80,12 +80,12 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
     env, k = rules.env, rules.conservative_k
     ids = [p.id for team in match.teams for p in team.players]
     prior = Prior(env.mu, env.sigma)
-    match_pk = await repository.claim(session, match.match_id, match.mode, played_at, fingerprint, ids, prior)
-    if match_pk is None:
+    claimed = await repository.claim(session, match.match_id, rules.name, played_at, fingerprint, ids, prior)
+    if claimed is None:
         replayed = await _replayed(session, match.match_id, fingerprint)
         return Recorded(replayed.model_dump_json().encode(), created=False)
 
-    current = await repository.lock_ratings(session, rules.name, ids)
+    match_pk, current = claimed
     groups = [[Rating(*current[p.id]) for p in team.players] for team in match.teams]
     weights = [[p.weight for p in team.players] for team in match.teams]
     ranks = team_ranks(match)
