@@ -15,7 +15,6 @@ size-penalised teams above their cap.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ from app.matchmaking.pairs import pair_matches
 from app.matchmaking.pool import Match, Pool, Ticket, canonical_attributes
 from app.matchmaking.quality import Relaxation
 from app.matchmaking.windows import window_matches
-from app.rating import Rating, TrueSkill
+from app.rating import TrueSkill
 
 __all__ = [
     "Match",
@@ -81,11 +80,3 @@ def propose(
         )
         for match in matches
     ]
-
-
-def quality_1vs1(a: Rating, b: Rating, beta: float) -> float:
-    """Seed 000 eq. 7 for two players: sqrt(2β²/c²)·exp(−(μa − μb)²/(2c²)), c² = 2β² + σa² + σb²."""
-    two_beta2 = 2.0 * beta * beta
-    c2 = two_beta2 + a.sigma * a.sigma + b.sigma * b.sigma
-    delta = a.mu - b.mu
-    return math.sqrt(two_beta2 / c2) * math.exp(-delta * delta / (2.0 * c2))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import pytest
 
 from app.matchmaking.balance import EXACT_LIMIT, _heuristic, balance, team_sizes, units_of
+from app.matchmaking.quality import pair_quality
 from app.rating import Rating, RatingInputError, TrueSkill
 
 ENV = TrueSkill()
@@ -91,12 +93,15 @@ def test_heuristic_reaches_99_percent_of_exact_on_random_12_player_lobbies() -> 
 
 
 def test_pair_quality_is_equation_7() -> None:
-    from app.matchmaking.proposals import quality_1vs1
-
     rng = random.Random(14)
-    for _ in range(200):
-        a, b = (
-            Rating(rng.uniform(0, 50), rng.uniform(0.5, 9)),
-            Rating(rng.uniform(0, 50), rng.uniform(0.5, 9)),
-        )
-        assert quality_1vs1(a, b, ENV.beta) == pytest.approx(ENV.quality_1vs1(a, b), rel=1e-13)
+    a = [Rating(rng.uniform(0, 50), rng.uniform(0.5, 9)) for _ in range(200)]
+    b = [Rating(rng.uniform(0, 50), rng.uniform(0.5, 9)) for _ in range(200)]
+    quality = pair_quality(
+        np.array([r.mu for r in a]),
+        np.array([r.sigma**2 for r in a]),
+        np.array([r.mu for r in b]),
+        np.array([r.sigma**2 for r in b]),
+        ENV.beta**2,
+    )
+    for q, x, y in zip(quality.tolist(), a, b, strict=True):
+        assert q == pytest.approx(ENV.quality_1vs1(x, y), rel=1e-13)

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import httpx
 import pytest
 
-
-async def make_mode(client: httpx.AsyncClient, headers: dict[str, str], **params: Any) -> str:
-    name = f"qb-{secrets.token_hex(4)}"
-    response = await client.put(f"/v1/modes/{name}", json=params, headers=headers)
-    assert response.status_code == 200, response.text
-    return name
+from tests.queues.helpers import make_mode
 
 
 async def test_a_batch_queues_each_ticket_on_its_own(

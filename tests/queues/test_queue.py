@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import secrets
 import time
 from typing import Any
 
@@ -15,13 +14,7 @@ import pytest
 
 from app.matchmaking.proposals import Relaxation, Ticket, canonical_attributes, propose
 from app.rating import Rating, TrueSkill
-
-
-async def make_mode(client: httpx.AsyncClient, headers: dict[str, str], **params: Any) -> str:
-    name = f"q-{secrets.token_hex(4)}"
-    response = await client.put(f"/v1/modes/{name}", json=params, headers=headers)
-    assert response.status_code == 200, response.text
-    return name
+from tests.queues.helpers import make_mode
 
 
 async def enqueue(

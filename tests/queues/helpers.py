@@ -1,0 +1,16 @@
+"""Helpers shared by the queue tests."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import httpx
+
+
+async def make_mode(client: httpx.AsyncClient, headers: dict[str, str], **params: Any) -> str:
+    """A fresh mode with the given parameters, so tests never share a queue."""
+    name = f"q-{secrets.token_hex(4)}"
+    response = await client.put(f"/v1/modes/{name}", json=params, headers=headers)
+    assert response.status_code == 200, response.text
+    return name
