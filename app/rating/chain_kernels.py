@@ -132,13 +132,25 @@ def _names(stem: str, count: int) -> str:
 def _source(links: int) -> str:
     """The kernel for a chain of `links` factors (links + 1 variables), as Python source."""
     size = links + 1
-    last = links - 1
     head = [
         f"{_names('pv', size)}, = prior_var",
         f"{_names('pm', size)}, = prior_mean",
         f"{_names('eps', links)}, = margins",
         f"{_names('tie', links)}, = ties",
     ]
+    tail = [f"return [{_names('to_pi', size)}], [{_names('to_tau', size)}]"]
+    signature = "prior_var, prior_mean, margins, ties, tolerance, max_sweeps"
+    return function_source(signature, head + sweep_lines(links) + tail, KERNEL_GLOBALS)
+
+
+def sweep_lines(links: int) -> list[str]:
+    """The body that takes each variable's prior pv{i}, pm{i}, each factor's eps{k} and
+    tie{k}, and `tolerance` and `max_sweeps`, to each variable's message from the chain,
+    to_pi{i} and to_tau{i} (precision and precision·mean). It also leaves pi{i} and tau{i},
+    the priors' precision and precision·mean."""
+    size = links + 1
+    last = links - 1
+    head = []
     for i in range(size):
         head += [f"pi{i} = 1.0 / pv{i}", f"tau{i} = pm{i} * pi{i}"]
         head += [f"av{i} = bv{i} = pv{i}", f"am{i} = bm{i} = pm{i}"]
@@ -171,21 +183,31 @@ def _source(links: int) -> str:
         f"to_pi{links} = 1.0 / av{links} - pi{links}",
         f"to_tau{links} = am{links} / av{links} - tau{links}",
     ]
-    tail.append(f"return [{_names('to_pi', size)}], [{_names('to_tau', size)}]")
-    # Functions and constants as default arguments: locals, bound once, not on every call.
-    bound = ", ".join(f"{name}={name.upper()}" for name in _GLOBALS)
-    lines = [
-        f"def kernel(prior_var, prior_mean, margins, ties, tolerance, max_sweeps, *, {bound}):",
-        *("    " + line for line in head),
-        "    settled = 0.5 * tolerance * tolerance",
-        "    for _ in range(max_sweeps):",
-        *("        " + line for line in sweep),
-        *("    " + line for line in tail),
+    return [
+        *head,
+        "settled = 0.5 * tolerance * tolerance",
+        "for _ in range(max_sweeps):",
+        *("    " + line for line in sweep),
+        *tail,
     ]
+
+
+def function_source(signature: str, body: list[str], bound: dict[str, Any]) -> str:
+    """`def kernel(signature)` around `body`, with `bound`'s names as keyword-only default
+    arguments: locals, bound once, not looked up on every call. compile_kernel supplies them."""
+    defaults = ", ".join(f"{name}={name.upper()}" for name in bound)
+    lines = [f"def kernel({signature}, *, {defaults}):", *("    " + line for line in body)]
     return "\n".join(lines) + "\n"
 
 
-_GLOBALS = {
+def compile_kernel(source: str, bound: dict[str, Any], label: str) -> Any:
+    """The function `source` defines, its default arguments taken from `bound`."""
+    namespace: dict[str, Any] = {name.upper(): value for name, value in bound.items()}
+    exec(compile(source, label, "exec"), namespace)
+    return namespace["kernel"]
+
+
+KERNEL_GLOBALS = {
     "sqrt": math.sqrt,
     "exp": math.exp,
     "erf": math.erf,
@@ -207,7 +229,5 @@ def kernel(links: int) -> Kernel:
     """The straight-line sweeps for a chain of 1 <= links <= MAX_LINKS factors."""
     if not 1 <= links <= MAX_LINKS:
         raise ValueError(f"chain kernels cover 1 to {MAX_LINKS} factors, got {links}")
-    namespace: dict[str, Any] = {name.upper(): value for name, value in _GLOBALS.items()}
-    exec(compile(_source(links), f"<chain kernel, {links} factors>", "exec"), namespace)
-    built: Kernel = namespace["kernel"]
+    built: Kernel = compile_kernel(_source(links), KERNEL_GLOBALS, f"<chain kernel, {links} factors>")
     return built

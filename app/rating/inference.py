@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
-from app.rating import truncation
+from app.rating import plain_kernels, truncation
 from app.rating.chain_kernels import MAX_LINKS, kernel
 from app.rating.errors import RatingInputError
 from app.rating.normal import CONTINUED_FRACTION_FROM, INV_SQRT_2PI, SQRT2
@@ -285,10 +286,21 @@ def update_plain_ratings(
     call, in one pass over the teams each way (tests hold the two equal, bit for bit). Returns
     tuples."""
     count = len(groups)
+    plan = plain_plan(tuple(ranks), tuple(map(len, groups)))
+    if plan is not None:
+        # The straight-line kernel of this shape: the same expressions, bit for bit.
+        chain, run = plan
+        if chain is None:
+            return run(groups, tau2, beta * beta, beta, draw_z, tolerance, max_sweeps)
+        rated = run([groups[team] for team in chain], tau2, beta * beta, beta, draw_z, tolerance, max_sweeps)
+        results: list[tuple[Rating, ...]] = [()] * count
+        for position, team in enumerate(chain):
+            results[team] = rated[position]
+        return results
     order = chain_order(ranks)
     beta2 = beta * beta
-    sqrt = math.sqrt
     teams = [groups[team] for team in order]
+    sqrt = math.sqrt
     prior_var = [0.0] * count
     prior_mean = [0.0] * count
     margins = [0.0] * (count - 1)
@@ -314,7 +326,7 @@ def update_plain_ratings(
                 ties[k - 1] = True
         previous = rank
     msg_pi, msg_tau = chain_messages(prior_var, prior_mean, margins, ties, tolerance, max_sweeps)
-    results: list[tuple[Rating, ...]] = [()] * count
+    results = [()] * count
     trusted = trusted_rating
     for k, group in enumerate(teams):
         # push_to_players with every coefficient 1.
@@ -332,6 +344,23 @@ def update_plain_ratings(
             out.append(trusted((mu + s2 * innovation, sqrt(new_var))))
         results[order[k]] = tuple(out)
     return results
+
+
+@lru_cache(maxsize=plain_kernels.CACHED_SHAPES)
+def plain_plan(
+    ranks: tuple[float, ...], sizes: tuple[int, ...]
+) -> tuple[tuple[int, ...] | None, plain_kernels.PlainKernel] | None:
+    """For update_plain_ratings: the chain order of the teams (None when it is the order they
+    were given in) and the plain kernel of their shape, or None when no kernel fits. Cached:
+    a mode posts the same shape and ranks again and again."""
+    order = chain_order(list(ranks))
+    chained = tuple(sizes[team] for team in order)
+    if not plain_kernels.fits(chained):
+        return None
+    ranked = [ranks[team] for team in order]
+    ties = tuple(a == b for a, b in pairwise(ranked))
+    identity = order == list(range(len(ranks)))
+    return (None if identity else tuple(order)), plain_kernels.plain_kernel(chained, ties)
 
 
 @dataclass(slots=True)
