@@ -289,10 +289,11 @@ def update_plain_ratings(
     plan = plain_plan(tuple(ranks), tuple(map(len, groups)))
     if plan is not None:
         # The straight-line kernel of this shape: the same expressions, bit for bit.
-        chain, run = plan
+        chain, tied, run = plan
         if chain is None:
-            return run(groups, tau2, beta * beta, beta, draw_z, tolerance, max_sweeps)
-        rated = run([groups[team] for team in chain], tau2, beta * beta, beta, draw_z, tolerance, max_sweeps)
+            return run(groups, tied, tau2, beta * beta, beta, draw_z, tolerance, max_sweeps)
+        chained = [groups[team] for team in chain]
+        rated = run(chained, tied, tau2, beta * beta, beta, draw_z, tolerance, max_sweeps)
         results: list[tuple[Rating, ...]] = [()] * count
         for position, team in enumerate(chain):
             results[team] = rated[position]
@@ -346,13 +347,15 @@ def update_plain_ratings(
     return results
 
 
+# (chain order or None, ties along the chain, kernel); see plain_plan.
+PlainPlan = tuple[tuple[int, ...] | None, tuple[bool, ...], plain_kernels.PlainKernel]
+
+
 @lru_cache(maxsize=plain_kernels.CACHED_SHAPES)
-def plain_plan(
-    ranks: tuple[float, ...], sizes: tuple[int, ...]
-) -> tuple[tuple[int, ...] | None, plain_kernels.PlainKernel] | None:
+def plain_plan(ranks: tuple[float, ...], sizes: tuple[int, ...]) -> PlainPlan | None:
     """For update_plain_ratings: the chain order of the teams (None when it is the order they
-    were given in) and the plain kernel of their shape, or None when no kernel fits. Cached:
-    a mode posts the same shape and ranks again and again."""
+    were given in), which neighbours along it tie, and the plain kernel of its shape; None
+    when no kernel fits. Cached: a mode posts the same shapes and ranks again and again."""
     order = chain_order(list(ranks))
     chained = tuple(sizes[team] for team in order)
     if not plain_kernels.fits(chained):
@@ -360,7 +363,7 @@ def plain_plan(
     ranked = [ranks[team] for team in order]
     ties = tuple(a == b for a, b in pairwise(ranked))
     identity = order == list(range(len(ranks)))
-    return (None if identity else tuple(order)), plain_kernels.plain_kernel(chained, ties)
+    return (None if identity else tuple(order)), ties, plain_kernels.plain_kernel(chained)
 
 
 @dataclass(slots=True)

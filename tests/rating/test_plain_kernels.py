@@ -8,7 +8,7 @@ import pytest
 
 from app.rating import Rating, RatingInputError, TrueSkill
 from app.rating.inference import update_ratings
-from app.rating.plain_kernels import MAX_PLAYERS, fits, plain_kernel
+from app.rating.plain_kernels import MAX_PLAYERS, MAX_TEAMS, fits, plain_kernel
 
 
 def random_match(rng: random.Random, teams: int, largest: int) -> tuple[list[tuple[Rating, ...]], list[int]]:
@@ -49,7 +49,7 @@ def test_plain_shapes_are_rated_as_the_general_path_rates_them_bit_for_bit(seed:
 def test_shapes_beyond_the_kernels_are_rated_alike() -> None:
     rng = random.Random(7)
     env = TrueSkill()
-    for teams, size in ((30, 1), (3, MAX_PLAYERS)):
+    for teams, size in ((MAX_TEAMS + 1, 1), (3, MAX_PLAYERS)):
         groups = [
             tuple(Rating(rng.uniform(0, 50), rng.uniform(1, 9)) for _ in range(size)) for _ in range(teams)
         ]
@@ -67,12 +67,9 @@ def test_a_tie_without_a_draw_probability_is_refused() -> None:
 
 
 def test_kernels_are_built_once_per_shape_and_only_where_they_fit() -> None:
-    assert plain_kernel((1, 2, 1), (False, True)) is plain_kernel((1, 2, 1), (False, True))
-    assert plain_kernel((1, 2, 1), (False, True)) is not plain_kernel((1, 2, 1), (True, False))
-    for sizes, ties in (
-        ((1, 1), (False,)),
-        ((MAX_PLAYERS, 1, 1), (False, False)),
-        ((1, 0, 1), (False, False)),
-    ):
+    assert plain_kernel((1, 2, 1)) is plain_kernel((1, 2, 1))
+    assert fits((1,) * MAX_TEAMS) and not fits((1,) * (MAX_TEAMS + 1))
+    assert fits((MAX_PLAYERS - 2, 1, 1)) and not fits((MAX_PLAYERS - 1, 1, 1))
+    for sizes in ((1, 1), (MAX_PLAYERS, 1, 1), (1, 0, 1)):
         with pytest.raises(ValueError, match="no plain kernel"):
-            plain_kernel(sizes, ties)
+            plain_kernel(sizes)
