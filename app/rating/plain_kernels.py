@@ -6,10 +6,10 @@ in three steps: it sums each team's prior into lists, hands them to the chain ke
 length, and pushes the messages it gets back to the players. For a short match the lists,
 the call and the loops around the kernel cost as much as its sweeps. A game mode has one
 shape, so `plain_kernel(sizes)` writes all three steps out for one shape (team sizes in
-chain order; which neighbours tie is an argument) with every rating in a local variable, the
-chain kernel's own sweeps
-(chain_kernels.sweep_lines) in between. The expressions are update_plain_ratings's, in the
-same order, so the results are the same bit for bit (tests/rating/test_plain_kernels.py).
+chain order; which neighbours tie is an argument), with every rating in a local variable and
+the chain kernel's own sweeps (chain_kernels.sweep_lines) in between. The expressions are
+update_plain_ratings's, in the same order, so the results are the same bit for bit
+(tests/rating/test_plain_kernels.py).
 """
 
 from __future__ import annotations
