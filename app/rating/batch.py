@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.rating import truncation_arrays
-from app.rating.errors import RatingInputError
+from app.rating.errors import TIE_WITHOUT_DRAWS, RatingInputError
 
 Array = npt.NDArray[np.float64]
 
@@ -61,7 +61,7 @@ def rate_two_team_batch(
         if drawn.shape != mean.shape:
             raise RatingInputError("drawn must have one entry per match")
         if margin <= 0.0:
-            raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+            raise RatingInputError(TIE_WITHOUT_DRAWS)
         v, w, rest = truncation_arrays.win((mean - margin) / c)
         if drawn.any():
             index = np.flatnonzero(drawn)

@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from app.rating import normal
 from app.rating.batch import Array, rate_two_team_batch
-from app.rating.errors import RatingInputError
+from app.rating.errors import TIE_WITHOUT_DRAWS, RatingInputError
 from app.rating.gaussian import Gaussian
 from app.rating.inference import (
     MAX_SWEEPS,
@@ -169,7 +169,7 @@ class TrueSkill:
                 )
                 return means, variances, to_pi, to_tau
             if len(set(teams.ranks)) < len(teams.ranks):
-                raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+                raise RatingInputError(TIE_WITHOUT_DRAWS)
             # With eps = 0 the layer pins l_k = t_k: TrueSkill's chain without draws.
             draw_z = 0.0
         return chain_team_messages(

@@ -25,7 +25,7 @@ from itertools import pairwise
 
 from app.rating import plain_kernels, truncation
 from app.rating.chain_kernels import MAX_LINKS, kernel
-from app.rating.errors import RatingInputError
+from app.rating.errors import TIE_WITHOUT_DRAWS, RatingInputError
 from app.rating.normal import CONTINUED_FRACTION_FROM, INV_SQRT_2PI, SQRT2
 from app.rating.rating import Rating, trusted_rating
 
@@ -189,7 +189,7 @@ def update_ratings(
         tie = ranks[0] == ranks[1]
         margin = comparison_margin(draw_z, beta, ratings, noise, 0, 1)
         if tie and margin <= 0.0:
-            raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+            raise RatingInputError(TIE_WITHOUT_DRAWS)
         top, bottom = two_teams(
             ratings[first],
             ratings[second],
@@ -248,7 +248,7 @@ def chain_ties(ranked: list[float], margins: list[float]) -> list[bool]:
     if True in ties and min(margins) <= 0.0:
         for tie, margin in zip(ties, margins, strict=True):
             if tie and margin <= 0.0:
-                raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+                raise RatingInputError(TIE_WITHOUT_DRAWS)
     return ties
 
 
@@ -286,22 +286,22 @@ def update_plain_ratings(
     call, in one pass over the teams each way (tests hold the two equal, bit for bit). Returns
     tuples."""
     count = len(groups)
+    beta2 = beta * beta
     plan = plain_plan(tuple(ranks), tuple(map(len, groups)))
     if plan is not None:
         # The straight-line kernel of this shape: the same expressions, bit for bit.
         chain, tied, run = plan
         if chain is None:
-            return run(groups, tied, tau2, beta * beta, beta, draw_z, tolerance, max_sweeps)
+            return run(groups, tied, tau2, beta2, beta, draw_z, tolerance, max_sweeps)
         chained = [groups[team] for team in chain]
-        rated = run(chained, tied, tau2, beta * beta, beta, draw_z, tolerance, max_sweeps)
+        rated = run(chained, tied, tau2, beta2, beta, draw_z, tolerance, max_sweeps)
         results: list[tuple[Rating, ...]] = [()] * count
         for position, team in enumerate(chain):
             results[team] = rated[position]
         return results
     order = chain_order(ranks)
-    beta2 = beta * beta
-    teams = [groups[team] for team in order]
     sqrt = math.sqrt
+    teams = [groups[team] for team in order]
     prior_var = [0.0] * count
     prior_mean = [0.0] * count
     margins = [0.0] * (count - 1)
@@ -323,7 +323,7 @@ def update_plain_ratings(
             margins[k - 1] = draw_z * sqrt(len(teams[k - 1]) + len(group)) * beta
             if rank == previous:
                 if margins[k - 1] <= 0.0:
-                    raise RatingInputError("a tie cannot be rated when draw_probability is 0")
+                    raise RatingInputError(TIE_WITHOUT_DRAWS)
                 ties[k - 1] = True
         previous = rank
     msg_pi, msg_tau = chain_messages(prior_var, prior_mean, margins, ties, tolerance, max_sweeps)

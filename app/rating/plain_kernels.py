@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from app.rating.chain_kernels import KERNEL_GLOBALS, compile_kernel, function_source, sweep_lines
-from app.rating.errors import RatingInputError
+from app.rating.errors import TIE_WITHOUT_DRAWS, RatingInputError
 from app.rating.rating import Rating, trusted_rating
 
 # Larger matches go through update_plain_ratings's loops: a shape's code, and the time to
@@ -37,8 +37,6 @@ PlainKernel = Callable[
     [Sequence[Sequence[Rating]], tuple[bool, ...], float, float, float, float, float, int],
     list[tuple[Rating, ...]],
 ]
-
-_NO_DRAW = "a tie cannot be rated when draw_probability is 0"
 
 
 def _source(sizes: tuple[int, ...]) -> str:
@@ -85,7 +83,12 @@ def _source(sizes: tuple[int, ...]) -> str:
     return function_source(signature, body, _BOUND)
 
 
-_BOUND = {**KERNEL_GLOBALS, "trusted": trusted_rating, "no_draw": RatingInputError, "no_draw_text": _NO_DRAW}
+_BOUND = {
+    **KERNEL_GLOBALS,
+    "trusted": trusted_rating,
+    "no_draw": RatingInputError,
+    "no_draw_text": TIE_WITHOUT_DRAWS,
+}
 
 
 def fits(sizes: tuple[int, ...]) -> bool:

@@ -7,7 +7,6 @@ import random
 import pytest
 
 from app.rating import Rating, RatingInputError, TrueSkill
-from app.rating.inference import update_ratings
 from app.rating.plain_kernels import MAX_PLAYERS, MAX_TEAMS, fits, plain_kernel
 
 
@@ -22,18 +21,8 @@ def random_match(rng: random.Random, teams: int, largest: int) -> tuple[list[tup
 
 
 def general(env: TrueSkill, groups: list[tuple[Rating, ...]], ranks: list[int]) -> list[tuple[Rating, ...]]:
-    """update_ratings with every weight 1: the path that weighted posts take."""
-    weights = [[1.0] * len(group) for group in groups]
-    rated = update_ratings(
-        [list(group) for group in groups],
-        weights,
-        [float(rank) for rank in ranks],
-        env.beta,
-        env.tau,
-        env.draw_z,
-        env.tolerance,
-        env.max_sweeps,
-    )
+    """The same match with every weight 1 given: the general path that weighted posts take."""
+    rated = env.rate(groups, ranks, weights=[[1.0] * len(group) for group in groups])
     return [tuple(team) for team in rated]
 
 
