@@ -41,20 +41,19 @@ async def create_tickets(session: AsyncSession, redis: Redis, mode: str, body: T
     """Queue a batch of tickets; the JSON of TicketBatchOut. A ticket whose player already holds
     an active ticket (or is in an earlier ticket of the batch) is rejected on its own."""
     tickets, clashes, now = await _enqueue(session, redis, mode, body.tickets, ["body", "tickets"])
-    # Written directly: a thousand outcome models cost more than queueing the tickets.
+    # Written directly: a thousand outcome models cost more than queueing the tickets. Ids are
+    # hex digits and the time is ISO 8601, so neither needs escaping.
     created = dt.datetime.fromtimestamp(now, dt.UTC).isoformat().replace("+00:00", "Z")
+    queued = f'"status":"queued","created_at":"{created}","detail":null}}'
     outcomes = [
-        {"ticket_id": ticket.ticket_id, "status": "queued", "created_at": created, "detail": None}
+        f'{{"ticket_id":"{ticket.ticket_id}",{queued}'
         if clash == 0
-        else {
-            "ticket_id": None,
-            "status": "rejected",
-            "created_at": None,
-            "detail": _held(ticket, clash, mode),
-        }
+        else '{"ticket_id":null,"status":"rejected","created_at":null,"detail":'
+        + json.dumps(_held(ticket, clash, mode))
+        + "}"
         for ticket, clash in zip(tickets, clashes, strict=True)
     ]
-    return json.dumps({"tickets": outcomes}).encode()
+    return ('{"tickets":[' + ",".join(outcomes) + "]}").encode()
 
 
 async def _enqueue(
@@ -113,11 +112,9 @@ async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> TicketOut:
 
 
 async def cancel_ticket(redis: Redis, mode: str, ticket_id: str) -> None:
-    store = QueueStore(redis, mode)
-    raw = await store.ticket(ticket_id)
-    if raw is None:
+    outcome = await QueueStore(redis, mode).cancel(ticket_id)
+    if outcome == -1:
         raise NotFound(f"no ticket {ticket_id!r} in {mode!r}")
-    outcome = await store.cancel(ticket_id, json.loads(raw["players"]))
     if outcome == 2:
         raise Conflict(f"ticket {ticket_id!r} is already matched")
 
@@ -127,53 +124,37 @@ async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches:
     rules = await modes.resolve(session, mode)
     store = QueueStore(redis, mode)
     now = time.time()
-    await store.expire(now, rules.ticket_ttl)
     pool = await store.pool(now, rules.ticket_ttl)
     # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
     matches = await asyncio.to_thread(
         form_matches, pool, rules.teams, rules.team_size, rules.env.beta, rules.relax, max_matches
     )
-    rows = [row for match in matches for row in match.rows]
-    who = dict(zip(rows, await store.members([pool.ids[row] for row in rows]), strict=True))
-    claims: list[Claim] = []
-    chosen = []
-    proposal_ids = iter(_random_ids(len(matches)))
-    for match in matches:
-        found = [who[row] for row in match.rows]
-        present = [f for f in found if f is not None]
-        # A ticket gone since the pool was read, or two attribute sets whose digests collide.
-        if len(present) != len(found) or len({attributes for _, attributes in present}) != 1:
-            continue
-        players_of = dict(zip(match.rows, (members for members, _ in present), strict=True))
-        teams = [[p for row in team for p in players_of[row]] for team in match.teams]
-        ticket_ids = [pool.ids[row] for row in match.rows]
-        proposal = {
-            "proposal_id": next(proposal_ids),
-            "teams": teams,
-            "ticket_ids": ticket_ids,
-            "quality": match.quality,
-            "longest_wait_s": match.longest_wait,
-        }
-        claims.append(Claim(ticket_ids, [p for team in teams for p in team], json.dumps(proposal)))
-        chosen.append(match)
+    ids = pool.ids
+    claims = [
+        Claim(
+            proposal_id,
+            [[ids[row] for row in team] for team in match.teams],
+            match.quality,
+            match.longest_wait,
+        )
+        for proposal_id, match in zip(_random_ids(len(matches)), matches, strict=True)
+    ]
     claimed_at = time.time()
-    # Another caller may have taken some of these tickets since we read: those are skipped.
-    won = await store.claim(claims, claimed_at)
+    # Another caller may have taken some of these tickets since we read: those are skipped,
+    # as is a match whose tickets' attributes differ (two attribute digests that collide).
+    won, bodies = await store.claim(claims, claimed_at, rules.ticket_ttl)
     quality = metrics.MATCH_QUALITY.labels(mode)
     wait = metrics.QUEUE_WAIT.labels(mode)
     for index in won:
-        quality.observe(chosen[index].quality)
-        for row in chosen[index].rows:
+        quality.observe(matches[index].quality)
+        for row in matches[index].rows:
             wait.observe(claimed_at - now + float(pool.waited[row]))
-    return b'{"matches":[' + ",".join(claims[index].match for index in won).encode() + b"]}"
+    return b'{"matches":[' + bodies + b"]}"
 
 
 async def stats(session: AsyncSession, redis: Redis, mode: str) -> QueueStats:
     rules = await modes.resolve(session, mode)
-    store = QueueStore(redis, mode)
-    now = time.time()
-    await store.expire(now, rules.ticket_ttl)
-    tickets, player_count, oldest = await store.stats(now, rules.ticket_ttl)
+    tickets, player_count, oldest = await QueueStore(redis, mode).stats(time.time(), rules.ticket_ttl)
     return QueueStats(tickets=tickets, players=player_count, oldest_wait_s=oldest)
 
 
@@ -182,6 +163,6 @@ async def refresh_depth_gauges(session: AsyncSession, redis: Redis) -> None:
     now = time.time()
     for mode in await modes.list_modes(session):
         rules = modes.rules_of(mode)
-        tickets, oldest = await QueueStore(redis, mode.name).depth(now, rules.ticket_ttl)
+        tickets, _, oldest = await QueueStore(redis, mode.name).stats(now, rules.ticket_ttl)
         metrics.QUEUE_TICKETS.labels(mode.name).set(tickets)
         metrics.QUEUE_OLDEST_WAIT.labels(mode.name).set(oldest)

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.queues.schemas import TicketBatchOut
 from tests.queues.helpers import make_mode
 
 
@@ -31,6 +32,8 @@ async def test_a_batch_queues_each_ticket_on_its_own(
         headers=admin_headers,
     )
     assert batch.status_code == 200, batch.text
+    # The body is written by hand: it must still be the documented shape.
+    TicketBatchOut.model_validate_json(batch.content)
     outcomes = batch.json()["tickets"]
     assert [o["status"] for o in outcomes] == ["queued", "rejected", "queued", "rejected"]
     assert "'b-held' already holds an active ticket" in outcomes[1]["detail"]

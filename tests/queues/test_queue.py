@@ -13,6 +13,7 @@ import networkx as nx
 import pytest
 
 from app.matchmaking.proposals import Relaxation, Ticket, canonical_attributes, propose
+from app.queues.schemas import MatchmakeOut
 from app.rating import Rating, TrueSkill
 from tests.queues.helpers import make_mode
 
@@ -55,9 +56,12 @@ async def test_matched_tickets_cannot_be_cancelled_and_show_their_match(
     mode = await make_mode(client, admin_headers, quality_start=0.01, quality_floor=0.01)
     a = (await enqueue(client, admin_headers, mode, ["m-a"])).json()["ticket_id"]
     b = (await enqueue(client, admin_headers, mode, ["m-b"])).json()["ticket_id"]
-    made = (
-        await client.post(f"/v1/queues/{mode}/matchmake", json={"max_matches": 5}, headers=admin_headers)
-    ).json()
+    response = await client.post(
+        f"/v1/queues/{mode}/matchmake", json={"max_matches": 5}, headers=admin_headers
+    )
+    # Redis writes the proposals' JSON: it must still be the documented shape.
+    MatchmakeOut.model_validate_json(response.content)
+    made = response.json()
     assert len(made["matches"]) == 1
     proposal = made["matches"][0]
     assert sorted(proposal["ticket_ids"]) == sorted([a, b])
@@ -88,6 +92,29 @@ async def test_tickets_expire_after_their_ttl(
         "oldest_wait_s": 0.0,
     }
     assert (await enqueue(client, admin_headers, mode, ["ttl-1"])).status_code == 201
+
+
+async def test_an_expired_ticket_never_releases_its_players_newer_ticket(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    """A hold outlives nothing: once a ticket expires its player may queue again, and
+    cancelling or sweeping the old ticket afterwards leaves the new ticket's hold alone."""
+    mode = await make_mode(client, admin_headers, team_size=2, ticket_ttl_seconds=1)
+    old = (await enqueue(client, admin_headers, mode, ["hold-1", "hold-2"])).json()["ticket_id"]
+    await asyncio.sleep(1.2)
+    # Not swept yet (no matchmake or stats since): the old ticket still reads as queued in
+    # Redis, but its hold has lapsed with it.
+    assert (await enqueue(client, admin_headers, mode, ["hold-1"])).status_code == 201
+    assert (await client.delete(f"/v1/queues/{mode}/tickets/{old}", headers=admin_headers)).status_code == 204
+    assert (await enqueue(client, admin_headers, mode, ["hold-1"])).status_code == 409
+    # hold-2's hold was the old ticket's own: cancelling released it.
+    assert (await enqueue(client, admin_headers, mode, ["hold-2"])).status_code == 201
+    await asyncio.sleep(1.2)
+    assert (await enqueue(client, admin_headers, mode, ["hold-3"])).status_code == 201
+    # The sweep marks the two lapsed tickets expired, and leaves hold-3's hold in place.
+    assert (await client.get(f"/v1/queues/{mode}", headers=admin_headers)).json()["tickets"] == 1
+    assert (await enqueue(client, admin_headers, mode, ["hold-3"])).status_code == 409
+    assert (await enqueue(client, admin_headers, mode, ["hold-1"])).status_code == 201
 
 
 async def test_attributes_must_match_and_no_proposal_is_under_the_threshold(
