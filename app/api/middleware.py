@@ -220,17 +220,31 @@ def json_problem(body: bytes) -> str | None:
 
 # \u0000 not itself escaped (an odd run of backslashes before it).
 _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
 
 
 def _depth(text: str) -> int:
+    """How deep the brackets outside strings nest (at least MAX_DEPTH + 1 once it is clear
+    they go deeper). Each pass strips the innermost pairs in C, so a pass is one level."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    depth = 0
+    while brackets and depth <= MAX_DEPTH:
+        brackets, peeled = _INNERMOST.subn("", brackets)
+        if not peeled:  # unbalanced or crossed: not JSON; count the openers still nested
+            return depth + _deepest_opening(brackets)
+        depth += 1
+    return depth
+
+
+def _deepest_opening(brackets: str) -> int:
     depth = deepest = 0
-    for token in _TOKENS.findall(text):
-        if token in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token in "]}":
-            depth -= 1
+    for bracket in brackets:
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            break
     return deepest
 
 

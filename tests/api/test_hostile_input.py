@@ -7,6 +7,8 @@ import json
 import httpx
 import pytest
 
+from app.api.middleware import MAX_DEPTH, json_problem
+
 Headers = dict[str, str]
 PROBLEM = "application/problem+json"
 JSON = {"content-type": "application/json"}
@@ -49,6 +51,27 @@ async def test_bad_json_bodies_are_named(
     )
     await assert_rejected(response, status, words)
     assert (await client.get("/v1/players/hostile", headers=admin_headers)).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("text", "too_deep"),
+    [
+        ("[" * MAX_DEPTH + "]" * MAX_DEPTH, False),
+        ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), True),
+        ('{"a":' * MAX_DEPTH + "1" + "}" * MAX_DEPTH, False),
+        ('{"a":' * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1), True),
+        # Siblings do not add up, and brackets inside strings (escaped quotes too) do not count.
+        ("[" + ",".join(["[[1],{}]"] * 40) + "]", False),
+        ('["' + "[" * 40 + '\\"' + "{" * 40 + '"]', False),
+        ("[" * 20 + '"[[[[' + "]" * 20, False),  # never valid, but not too deep either
+        ("[{" * 17 + "}]" * 17, True),
+        ("[" * 40, True),  # unclosed
+        ("[{]}" * 40, False),  # crossed: invalid JSON, named as such below
+    ],
+)
+def test_depth_counts_nesting_outside_strings(text: str, too_deep: bool) -> None:
+    problem = json_problem(text.encode())
+    assert (problem is not None and "nested deeper" in problem) == too_deep, problem
 
 
 @pytest.mark.parametrize(
