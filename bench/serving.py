@@ -68,8 +68,10 @@ def serving(name: str, workers: int = 1, **settings: str) -> Iterator[Served]:
         "RATE_LIMIT_PER_S": "0",
         **settings,
     }
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
+    # Embedded servers unless the caller names one (the shell's own URLs never leak in).
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        if name not in settings:
+            env.pop(name, None)
     service = subprocess.Popen(
         [sys.executable, "-m", "app", "serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
     )

@@ -63,10 +63,10 @@ async def get_ticket(
     responses={409: {"description": "The ticket was already matched"}},
 )
 async def cancel_ticket(
-    mode: Identifier, ticket_id: Identifier, redis: RedisDep, _: MatchmakingKey
+    mode: Identifier, ticket_id: Identifier, session: SessionDep, redis: RedisDep, _: MatchmakingKey
 ) -> Response:
     """Leave the queue; 409 if the ticket was already matched."""
-    await service.cancel_ticket(redis, mode, ticket_id)
+    await service.cancel_ticket(session, redis, mode, ticket_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

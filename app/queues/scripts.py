@@ -21,166 +21,239 @@ class Script:
         self.source = source
         self.sha = hashlib.sha1(source.encode()).hexdigest()
 
-    async def __call__(self, redis: Redis, keys: Sequence[str], args: Sequence[str | int]) -> Any:
+    async def __call__(self, redis: Redis, keys: Sequence[str], args: Sequence[str | int | bytes]) -> Any:
         try:
             return await redis.evalsha(self.sha, len(keys), *keys, *args)
         except NoScriptError:
             return await redis.eval(self.source, len(keys), *keys, *args)
 
 
-# Each script takes its per-ticket data as one JSON argument (decoded by the cjson Redis
-# ships with) rather than as thousands of separate arguments: packing those cost more than
-# the rest of a request. Every key is still declared in KEYS, as Redis Cluster requires.
-
-# Releases the holds of a finished ticket's players that are still its own: after it expired,
-# a player may already hold a newer ticket. Expects `holders`, `id` and `players` (JSON).
-_RELEASE = """
-  if players then
-    local names = cjson.decode(players)
-    for i = 1, #names do
-      local held = redis.call('HGET', holders, names[i])
-      if held and string.sub(held, -#id - 1) == ' ' .. id then redis.call('HDEL', holders, names[i]) end
+# Redis runs every redis.call() through its command machinery, so the scripts read and write
+# many fields per call (HMGET, HSET, HDEL over a batch) rather than one call per ticket;
+# _CHUNKED keeps each call's arguments within Lua's stack. Every key a script touches is
+# declared in KEYS, as Redis Cluster requires.
+_CHUNKED = """
+local function chunked(command, key, items)
+  local out, n = {}, #items
+  for first = 1, n, 1000 do
+    local last = math.min(first + 999, n)
+    local reply = redis.call(command, key, unpack(items, first, last))
+    if type(reply) == 'table' then
+      for i = 1, #reply do out[#out + 1] = reply[i] end
     end
   end
+  return out
+end
 """
 
-# KEYS: pool, holders, then each ticket's key.
-# ARGV: now, expires_at, seconds to keep a ticket, then JSON
-#       [[id, [players], ratings JSON, attributes, group, Σ mu, Σ sigma²], …]; cjson reads
-#       numbers with strtod, so the doubles packed into the record are exactly Python's.
-# Returns per ticket 0 (queued) or the 1-based position of a player already holding a ticket.
+# A waiting ticket is one field of the pool hash; its value (store.py builds it) is a header
+# of six little-endian doubles (enqueued_at, attribute group, players, Σ mu, Σ sigma²,
+# expires_at), then mu and sigma of each player (two doubles each), the canonical attributes,
+# a newline and the players' JSON array.
+_PARSE = """
+local function parse(value)
+  local players = struct.unpack('<d', value, 17)
+  local expires = struct.unpack('<d', value, 41)
+  local tail = string.sub(value, 49 + 16 * players)
+  local cut = string.find(tail, '\\n', 1, true)
+  return expires, string.sub(tail, 1, cut - 1), string.sub(tail, cut + 1)
+end
+"""
+
+# Releases the holds still held by the given tickets: after a ticket expired, its player may
+# already hold a newer one. `owners` maps each player to the ticket whose hold may go.
+_RELEASE = """
+local function release(holders, owners)
+  local names = {}
+  for name in pairs(owners) do names[#names + 1] = name end
+  if #names == 0 then return end
+  local held = chunked('HMGET', holders, names)
+  local gone = {}
+  for i = 1, #names do
+    local id = owners[names[i]]
+    if held[i] and string.sub(held[i], -#id - 1) == ' ' .. id then gone[#gone + 1] = names[i] end
+  end
+  if #gone > 0 then chunked('HDEL', holders, gone) end
+end
+"""
+
+# KEYS: pool, holders.
+# ARGV: now, expires_at, JSON [[id, [players], value length], …], the values end to end.
+# Returns per ticket 0 (queued) or the 1-based position of a player already holding a ticket
+# (an earlier ticket of the batch counts).
 ENQUEUE = Script(
-    """
+    _CHUNKED
+    + """
 local pool, holders = KEYS[1], KEYS[2]
-local now, expires, keep = ARGV[1], ARGV[2], ARGV[3]
-local current = tonumber(now)
-local tickets = cjson.decode(ARGV[4])
-local out = {}
+local now, expires = tonumber(ARGV[1]), ARGV[2]
+local tickets, values = cjson.decode(ARGV[3]), ARGV[4]
+local names = {}
 for t = 1, #tickets do
-  local ticket = tickets[t]
-  local id, players = ticket[1], ticket[2]
-  local n = #players
+  local players = tickets[t][2]
+  for i = 1, #players do names[#names + 1] = players[i] end
+end
+local held = chunked('HMGET', holders, names)
+local out, fields, holds, taken, k, at = {}, {}, {}, {}, 0, 1
+for t = 1, #tickets do
+  local id, players, length = tickets[t][1], tickets[t][2], tickets[t][3]
   local clash = 0
-  for i = 1, n do
-    local held = redis.call('HGET', holders, players[i])
-    if held and tonumber(string.match(held, '^%S+')) > current then clash = i break end
+  for i = 1, #players do
+    local hold = held[k + i]
+    if taken[players[i]] or (hold and tonumber(string.match(hold, '^%S+')) > now) then
+      clash = i
+      break
+    end
   end
   if clash == 0 then
-    local key = KEYS[2 + t]
-    redis.call('HSET', key, 'players', cjson.encode(players), 'ratings', ticket[3],
-               'attributes', ticket[4], 'enqueued_at', now, 'expires_at', expires,
-               'status', 'queued')
-    redis.call('EXPIRE', key, keep)
-    redis.call('HSET', pool, id, struct.pack('<ddddd', current, ticket[5], n, ticket[6], ticket[7]))
+    fields[#fields + 1] = id
+    fields[#fields + 1] = string.sub(values, at, at + length - 1)
     local hold = expires .. ' ' .. id
-    for i = 1, n do redis.call('HSET', holders, players[i], hold) end
+    for i = 1, #players do
+      taken[players[i]] = true
+      holds[#holds + 1] = players[i]
+      holds[#holds + 1] = hold
+    end
   end
   out[t] = clash
+  k = k + #players
+  at = at + length
+end
+if #fields > 0 then
+  chunked('HSET', pool, fields)
+  chunked('HSET', holders, holds)
 end
 return out
 """
 )
 
-# KEYS: pool, holders, then per proposal its key and its tickets, team by team.
-# ARGV: now, seconds to keep a proposal, then JSON
+# KEYS: pool, holders, then per proposal its key and its tickets' status keys, team by team.
+# ARGV: now, seconds to keep a proposal and its tickets' status, then JSON
 #       [[proposal id, quality, longest wait, [[team's ticket ids], …]], …] with the two
 #       numbers as their shortest decimal strings (written into the JSON as they are).
 # Returns {the 1-based numbers of the proposals claimed, their JSON joined by commas}.
 CLAIM = Script(
-    """
+    _CHUNKED
+    + _PARSE
+    + """
 local pool, holders = KEYS[1], KEYS[2]
 local now, keep = tonumber(ARGV[1]), ARGV[2]
 local proposals = cjson.decode(ARGV[3])
-local k, claimed, bodies = 3, {}, {}
+local wanted = {}
+for p = 1, #proposals do
+  local teams = proposals[p][4]
+  for t = 1, #teams do
+    for i = 1, #teams[t] do wanted[#wanted + 1] = teams[t][i] end
+  end
+end
+local values = chunked('HMGET', pool, wanted)
+local k, row, taken, claimed, bodies, gone, released = 3, 0, {}, {}, {}, {}, {}
 for p = 1, #proposals do
   local proposal = proposals[p]
   local teams = proposal[4]
-  local ids, players = {}, {}
+  local first, count, free, attributes, players = row, 0, true, nil, {}
   for t = 1, #teams do
-    for i = 1, #teams[t] do ids[#ids + 1] = teams[t][i] end
-  end
-  local free, attributes = true, nil
-  for row = 1, #ids do
-    local state = redis.call('HMGET', KEYS[k + row], 'status', 'expires_at', 'players', 'attributes')
-    attributes = attributes or state[4]
-    if state[1] ~= 'queued' or tonumber(state[2]) <= now or state[4] ~= attributes then
-      free = false
-      break
+    for i = 1, #teams[t] do
+      count = count + 1
+      local id, value = teams[t][i], values[row + count]
+      if not value or taken[id] then
+        free = false
+      else
+        local expires, attrs, names = parse(value)
+        attributes = attributes or attrs
+        if expires <= now or attrs ~= attributes then free = false end
+        players[count] = names
+      end
     end
-    players[row] = state[3]
   end
   if free then
-    -- A ticket's players are stored as a JSON array of identifiers (no escapes needed):
-    -- a team is its tickets' arrays spliced together.
-    local team_json, row = {}, 0
+    -- Players are identifiers (no escapes needed): a team is its tickets' arrays spliced.
+    local team_json, ids, r = {}, {}, 0
     for t = 1, #teams do
       local parts = {}
       for i = 1, #teams[t] do
-        row = row + 1
-        parts[i] = string.sub(players[row], 2, -2)
+        r = r + 1
+        ids[r] = teams[t][i]
+        parts[i] = string.sub(players[r], 2, -2)
       end
       team_json[t] = '[' .. table.concat(parts, ',') .. ']'
     end
     local body = '{"proposal_id":"' .. proposal[1] .. '","teams":[' .. table.concat(team_json, ',')
       .. '],"ticket_ids":["' .. table.concat(ids, '","') .. '"],"quality":' .. proposal[2]
       .. ',"longest_wait_s":' .. proposal[3] .. '}'
-    -- Kept once, under the proposal's key: each ticket names it (a short field keeps the
-    -- ticket's hash in Redis's compact encoding).
     redis.call('SET', KEYS[k], body, 'EX', keep)
-    for row = 1, #ids do
-      redis.call('HSET', KEYS[k + row], 'status', 'matched', 'match', proposal[1])
-      redis.call('HDEL', holders, unpack(cjson.decode(players[row])))
+    local status = 'matched ' .. proposal[1]
+    for r = 1, count do
+      redis.call('SET', KEYS[k + r], status, 'EX', keep)
+      taken[ids[r]] = true
+      gone[#gone + 1] = ids[r]
+      local names = cjson.decode(players[r])
+      for i = 1, #names do released[#released + 1] = names[i] end
     end
-    redis.call('HDEL', pool, unpack(ids))
     claimed[#claimed + 1] = p
     bodies[#bodies + 1] = body
   end
-  k = k + 1 + #ids
+  row = row + count
+  k = k + 1 + count
+end
+if #gone > 0 then
+  chunked('HDEL', pool, gone)
+  chunked('HDEL', holders, released)
 end
 return {claimed, table.concat(bodies, ',')}
 """
 )
 
-# KEYS: the ticket, pool, holders. ARGV: the ticket's id.
+# KEYS: pool, holders, the ticket's status key. ARGV: the ticket's id, seconds to keep its status.
 # Returns -1 unknown, 1 cancelled (or already finished), 2 already matched.
 CANCEL = Script(
-    """
-local pool, holders, id = KEYS[2], KEYS[3], ARGV[1]
-local state = redis.call('HMGET', KEYS[1], 'status', 'players')
-local status, players = state[1], state[2]
-if not status then return -1 end
-if status == 'matched' then return 2 end
-if status ~= 'queued' then return 1 end
-redis.call('HSET', KEYS[1], 'status', 'cancelled')
-redis.call('HDEL', pool, id)
-"""
+    _CHUNKED
+    + _PARSE
     + _RELEASE
     + """
+local pool, holders, id = KEYS[1], KEYS[2], ARGV[1]
+local value = redis.call('HGET', pool, id)
+if value then
+  local _, _, players = parse(value)
+  redis.call('HDEL', pool, id)
+  redis.call('SET', KEYS[3], 'cancelled', 'EX', ARGV[2])
+  local owners = {}
+  for _, name in ipairs(cjson.decode(players)) do owners[name] = id end
+  release(holders, owners)
+  return 1
+end
+local status = redis.call('GET', KEYS[3])
+if not status then return -1 end
+if string.sub(status, 1, 8) == 'matched ' then return 2 end
 return 1
 """
 )
 
-# KEYS: pool, holders, then the tickets. ARGV: now, then the tickets' ids.
-# Marks each ticket still queued past its own expiry expired, and drops every ticket that is
-# no longer queued (or is gone) from the pool. Returns how many it marked.
+# KEYS: pool, holders, then the tickets' status keys. ARGV: now, seconds to keep a status,
+# then the tickets' ids. Each ticket still waiting past its own expiry leaves the pool and
+# reads as expired. Returns how many did.
 EXPIRE = Script(
-    """
-local pool, holders = KEYS[1], KEYS[2]
-local now, expired = tonumber(ARGV[1]), 0
-for i = 3, #KEYS do
-  local id = ARGV[i - 1]
-  local state = redis.call('HMGET', KEYS[i], 'status', 'expires_at', 'players')
-  local status, players = state[1], state[3]
-  if status == 'queued' and tonumber(state[2]) <= now then
-    redis.call('HSET', KEYS[i], 'status', 'expired')
-    status = 'expired'
-    expired = expired + 1
-"""
+    _CHUNKED
+    + _PARSE
     + _RELEASE
     + """
+local pool, holders = KEYS[1], KEYS[2]
+local now, keep = tonumber(ARGV[1]), ARGV[2]
+local ids = {}
+for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+local values = chunked('HMGET', pool, ids)
+local gone, owners = {}, {}
+for i = 1, #ids do
+  if values[i] then
+    local expires, _, players = parse(values[i])
+    if expires <= now then
+      gone[#gone + 1] = ids[i]
+      redis.call('SET', KEYS[2 + i], 'expired', 'EX', keep)
+      for _, name in ipairs(cjson.decode(players)) do owners[name] = ids[i] end
+    end
   end
-  if status ~= 'queued' then redis.call('HDEL', pool, id) end
 end
-return expired
+if #gone > 0 then chunked('HDEL', pool, gone) end
+release(holders, owners)
+return #gone
 """
 )

@@ -101,18 +101,16 @@ def _random_ids(count: int) -> list[str]:
 
 
 async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> TicketOut:
-    raw = await QueueStore(redis, mode).ticket(ticket_id)
-    if raw is None:
+    ticket = await QueueStore(redis, mode).ticket(ticket_id, time.time())
+    if ticket is None:
         raise NotFound(f"no ticket {ticket_id!r} in {mode!r}")
-    status = raw["status"]
-    if status == "queued" and float(raw["expires_at"]) <= time.time():
-        status = "expired"
-    match = ProposalOut.model_validate_json(raw["match"]) if raw.get("match") else None
-    return TicketOut.model_validate({"ticket_id": ticket_id, "status": status, "match": match})
+    match = ProposalOut.model_validate_json(ticket.match) if ticket.match else None
+    return TicketOut.model_validate({"ticket_id": ticket_id, "status": ticket.status, "match": match})
 
 
-async def cancel_ticket(redis: Redis, mode: str, ticket_id: str) -> None:
-    outcome = await QueueStore(redis, mode).cancel(ticket_id)
+async def cancel_ticket(session: AsyncSession, redis: Redis, mode: str, ticket_id: str) -> None:
+    rules = await modes.resolve(session, mode)
+    outcome = await QueueStore(redis, mode).cancel(ticket_id, rules.ticket_ttl)
     if outcome == -1:
         raise NotFound(f"no ticket {ticket_id!r} in {mode!r}")
     if outcome == 2:
@@ -143,12 +141,9 @@ async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches:
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).
     won, bodies = await store.claim(claims, claimed_at, rules.ticket_ttl)
-    quality = metrics.MATCH_QUALITY.labels(mode)
-    wait = metrics.QUEUE_WAIT.labels(mode)
-    for index in won:
-        quality.observe(matches[index].quality)
-        for row in matches[index].rows:
-            wait.observe(claimed_at - now + float(pool.waited[row]))
+    metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), [matches[index].quality for index in won])
+    rows = [row for index in won for row in matches[index].rows]
+    metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), claimed_at - now + pool.waited[rows])
     return b'{"matches":[' + bodies + b"]}"
 
 

@@ -1,34 +1,36 @@
-"""The matchmaking queue in Redis: tickets, indexes and the Lua scripts that change them.
+"""The matchmaking queue in Redis: tickets, holds and the Lua scripts that change them.
 
 Every key of a mode's queue carries the hash tag {mode}, so each script touches one
 Redis Cluster slot, and every key a script touches is declared in its KEYS:
 
-    mm:{mode}:t:<ticket>   hash: players, ratings, attributes, enqueued_at, expires_at, status,
-                           and match (the proposal's id) once matched
-    mm:{mode}:pool         hash: ticket -> the 40-byte record matchmaking reads (below)
+    mm:{mode}:pool         hash: waiting ticket -> its value (below)
     mm:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket
-    mm:{mode}:m:<proposal> string: a claimed proposal's JSON
+    mm:{mode}:t:<ticket>   string: a finished ticket's status: "matched <proposal>",
+                           "cancelled" or "expired" (kept for the TTL plus a day)
+    mm:{mode}:m:<proposal> string: a claimed proposal's JSON (kept as long)
 
-A pool record is five little-endian doubles: enqueued_at, attribute group
-(pool.attribute_group), players, Σ mu, Σ sigma². Matchmaking reads every waiting ticket
-with one HGETALL and turns the records into columns with one np.frombuffer: no JSON and no
-object per ticket. There is no index by skill and none by age: the pool is read whole, sorted
-by skill in NumPy, and its records' enqueue times say which tickets are past the TTL (those
-are swept out as the pool is read). Each index would cost two Redis commands per ticket.
+A waiting ticket is one field of the pool: its value starts with six little-endian doubles
+(enqueued_at, attribute group (pool.attribute_group), players, Σ mu, Σ sigma², expires_at),
+then each player's mu and sigma as doubles, the canonical attributes, a newline and the
+players' JSON array. Matchmaking reads every waiting ticket with one HGETALL and turns the
+headers into columns with one np.frombuffer: no JSON and no object per ticket. There is no
+index by skill and none by age: the pool is read whole, sorted by skill in NumPy, and its
+enqueue times say which tickets are past the TTL (those are swept out as the pool is read).
 
-A player's hold is a field of one hash rather than a key of its own, so the claim script can
-release the holds of the players it reads from the tickets (a key per player would have to
-be named in KEYS, which means reading every ticket's players before claiming). A field
-cannot expire by itself, so a hold carries its ticket's expiry and counts only until then;
-matched and cancelled tickets release their holds at once, expired ones when the expiry
-sweep reaches them (and only if the hold is still theirs).
+Queueing a ticket writes two hash fields and nothing else: the pool value and its players'
+holds. A hold is a field of one hash rather than a key per player, so scripts can release
+the holds of players they read from the pool without naming every player in KEYS first. A
+field cannot expire by itself, so a hold carries its ticket's expiry and counts only until
+then; matched and cancelled tickets release their holds at once, expired ones when the sweep
+reaches them (and only if the hold is still theirs).
 
-Enqueueing is one script for a whole batch of tickets (Lua builds the record). Claiming is
-one script for all the proposals of a matchmaking call: each proposal's tickets are checked
-to be still waiting, unexpired and of equal attributes, and then taken together, or none of
-them is: two callers can never get the same ticket. The script also writes each proposal's
-JSON from its tickets' players, so a matchmaking call is two round trips (pool, claim)
-whatever its size, plus one when some tickets have expired.
+Enqueueing is one script for a whole batch. Claiming is one script for all the proposals of
+a matchmaking call: each proposal's tickets are checked to be still waiting, unexpired and
+of equal attributes, and then taken together, or none of them is: two callers can never get
+the same ticket. The script also writes each proposal's JSON from its tickets' players, so a
+matchmaking call is two round trips (pool, claim) whatever its size, plus one when some
+tickets have expired. The scripts read and write whole batches per Redis command: a Lua
+redis.call() costs more than the field it touches.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from redis.asyncio import Redis
 
 from app.matchmaking.pool import Pool, attribute_group
@@ -46,6 +49,10 @@ from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, EXPIRE
 
 # Expired tickets swept per read of the pool; any more wait for the next read.
 SWEEP_BATCH = 1000
+
+# A pool value's header: enqueued_at, group, players, Σ mu, Σ sigma², expires_at.
+HEADER_DOUBLES = 6
+HEADER_BYTES = 8 * HEADER_DOUBLES
 
 # A finished ticket's status stays readable this long.
 RETENTION_SECONDS = 24 * 3600
@@ -60,6 +67,7 @@ class Keys:
         return f"mm:{{{self.mode}}}:"
 
     def ticket(self, ticket_id: str) -> str:
+        """A finished ticket's status."""
         return f"{self.prefix}t:{ticket_id}"
 
     @property
@@ -83,6 +91,12 @@ class NewTicket:
 
 
 @dataclass(frozen=True, slots=True)
+class TicketState:
+    status: str  # queued, matched, cancelled or expired
+    match: str | None  # the proposal's JSON, once matched
+
+
+@dataclass(frozen=True, slots=True)
 class Claim:
     """A proposal to claim: its tickets team by team (the script fills in their players)."""
 
@@ -102,59 +116,72 @@ class QueueStore:
     async def enqueue(self, tickets: Sequence[NewTicket], now: float, ttl: float) -> list[int]:
         """Per ticket: 0 when queued, else the 1-based position of a player who already holds
         an active ticket (an earlier ticket of the same batch counts)."""
-        keys = [self.keys.pool, self.keys.holders]
-        payload = []
         group_of: dict[str, int] = {}
         for ticket in tickets:
-            keys.append(self.keys.ticket(ticket.ticket_id))
-            group = group_of.get(ticket.attributes)
-            if group is None:
-                group = group_of[ticket.attributes] = attribute_group(ticket.attributes)
-            payload.append(
-                [
-                    ticket.ticket_id,
-                    ticket.players,
-                    json.dumps(ticket.ratings),
-                    ticket.attributes,
-                    group,
-                    sum(m for m, _ in ticket.ratings),
-                    sum(s * s for _, s in ticket.ratings),
-                ]
+            if ticket.attributes not in group_of:
+                group_of[ticket.attributes] = attribute_group(ticket.attributes)
+        sizes = [len(ticket.players) for ticket in tickets]
+        # The numbers travel as doubles, packed here: exact, and no decimal text to write or parse.
+        ratings = np.array([r for ticket in tickets for r in ticket.ratings], dtype="<f8").reshape(-1, 2)
+        starts = np.cumsum([0, *sizes[:-1]])
+        headers = np.empty((len(tickets), HEADER_DOUBLES), dtype="<f8")
+        headers[:, 0] = now
+        headers[:, 1] = [group_of[ticket.attributes] for ticket in tickets]
+        headers[:, 2] = sizes
+        headers[:, 3] = _party_sums(ratings[:, 0], starts, sizes)
+        headers[:, 4] = _party_sums(ratings[:, 1] * ratings[:, 1], starts, sizes)
+        headers[:, 5] = now + ttl
+        header_bytes, rating_bytes = headers.tobytes(), ratings.tobytes()
+        values = []
+        for number, (ticket, start) in enumerate(zip(tickets, starts.tolist(), strict=True)):
+            # Identifiers need no escaping in JSON; canonical attributes hold no raw newline.
+            values.append(
+                header_bytes[HEADER_BYTES * number : HEADER_BYTES * (number + 1)]
+                + rating_bytes[16 * start : 16 * (start + len(ticket.players))]
+                + (ticket.attributes + '\n["' + '","'.join(ticket.players) + '"]').encode()
             )
-        args: list[str | int] = [repr(now), repr(now + ttl), _kept(ttl), json.dumps(payload)]
-        result = await ENQUEUE(self.redis, keys, args)
+        index = json.dumps([[t.ticket_id, t.players, len(v)] for t, v in zip(tickets, values, strict=True)])
+        result = await ENQUEUE(
+            self.redis,
+            [self.keys.pool, self.keys.holders],
+            [repr(now), repr(now + ttl), index, b"".join(values)],
+        )
         return [int(r) for r in result]
 
-    async def ticket(self, ticket_id: str) -> dict[str, str] | None:
-        """The ticket's fields, with `match` the proposal's JSON once it is matched."""
-        raw = await self.redis.hgetall(self.keys.ticket(ticket_id))
-        if not raw:
+    async def ticket(self, ticket_id: str, now: float) -> TicketState | None:
+        """The ticket's status (queued, matched, cancelled or expired) and, once matched, its
+        proposal's JSON; None if the queue never had it (or forgot it after the retention)."""
+        value: Any = await self.redis.hget(self.keys.pool, ticket_id)
+        if value is not None:
+            expires_at = float(np.frombuffer(value[:HEADER_BYTES], dtype="<f8")[5])
+            return TicketState("queued" if expires_at > now else "expired", None)
+        status = await self.redis.get(self.keys.ticket(ticket_id))
+        if status is None:
             return None
-        fields = {_text(k): _text(v) for k, v in raw.items()}
-        if fields.get("match"):
-            body = await self.redis.get(self.keys.proposal(fields["match"]))
-            fields["match"] = _text(body) if body is not None else ""
-        return fields
+        state, _, proposal = _text(status).partition(" ")
+        body = await self.redis.get(self.keys.proposal(proposal)) if proposal else None
+        return TicketState(state, _text(body) if body is not None else None)
 
     async def pool(self, now: float, ttl: float) -> Pool:
         """Every waiting, unexpired ticket as columns, in one round trip; tickets past the
         TTL are swept out on the way (one more round trip, only when there are some)."""
         raw: dict[bytes, bytes] = await self.redis.hgetall(self.keys.pool)  # type: ignore[assignment]
-        records = np.frombuffer(b"".join(raw.values()), dtype="<f8").reshape(-1, 5)
-        waited = now - records[:, 0]
+        headers = np.frombuffer(b"".join(value[:HEADER_BYTES] for value in raw.values()), dtype="<f8")
+        headers = headers.reshape(-1, HEADER_DOUBLES)
+        waited = now - headers[:, 0]
         ids = [key.decode() for key in raw]
-        lapsed = np.nonzero(waited >= ttl)[0]
+        lapsed = np.nonzero((waited >= ttl) | (headers[:, 5] <= now))[0]
         if len(lapsed):
-            await self._sweep([ids[i] for i in lapsed[:SWEEP_BATCH].tolist()], now)
-        live = np.nonzero(waited < ttl)[0]
-        records = records[live]
+            await self._sweep([ids[i] for i in lapsed[:SWEEP_BATCH].tolist()], now, ttl)
+        live = np.nonzero((waited < ttl) & (headers[:, 5] > now))[0]
+        headers = headers[live]
         return Pool(
             [ids[i] for i in live.tolist()],
-            records[:, 2].astype(np.int64),
-            records[:, 3].copy(),
-            records[:, 4].copy(),
+            headers[:, 2].astype(np.int64),
+            headers[:, 3].copy(),
+            headers[:, 4].copy(),
             waited[live],
-            records[:, 1].astype(np.int64),
+            headers[:, 1].astype(np.int64),
         )
 
     async def claim(self, claims: Sequence[Claim], now: float, ttl: float) -> tuple[list[int], bytes]:
@@ -175,22 +202,33 @@ class QueueStore:
         claimed, bodies = await CLAIM(self.redis, keys, [repr(now), _kept(ttl), payload])
         return [int(number) - 1 for number in claimed], bodies
 
-    async def cancel(self, ticket_id: str) -> int:
+    async def cancel(self, ticket_id: str, ttl: float) -> int:
         """-1 unknown, 1 cancelled (or already finished), 2 already matched."""
-        keys = [self.keys.ticket(ticket_id), self.keys.pool, self.keys.holders]
-        return int(await CANCEL(self.redis, keys, [ticket_id]))
+        keys = [self.keys.pool, self.keys.holders, self.keys.ticket(ticket_id)]
+        return int(await CANCEL(self.redis, keys, [ticket_id, _kept(ttl)]))
 
-    async def _sweep(self, ids: list[str], now: float) -> int:
-        """Mark these tickets expired if they still wait past their expiry, and drop every one
-        no longer waiting from the pool; how many were marked."""
+    async def _sweep(self, ids: list[str], now: float, ttl: float) -> int:
+        """Take the tickets still waiting past their expiry out of the pool (they then read as
+        expired); how many there were."""
         keys = [self.keys.pool, self.keys.holders, *[self.keys.ticket(t) for t in ids]]
-        return int(await EXPIRE(self.redis, keys, [repr(now), *ids]))
+        return int(await EXPIRE(self.redis, keys, [repr(now), _kept(ttl), *ids]))
 
     async def stats(self, now: float, ttl: float) -> tuple[int, int, float]:
         """(tickets, players, oldest wait in seconds) of the waiting tickets."""
         pool = await self.pool(now, ttl)
         oldest = float(pool.waited.max()) if len(pool) else 0.0
         return len(pool), int(pool.size.sum()), oldest
+
+
+def _party_sums(values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], sizes: list[int]) -> Any:
+    """Each ticket's sum of its players' values, added left to right as Python's sum() does
+    (np.add.reduceat may pair them differently and round differently in the last bit)."""
+    counts = np.array(sizes)
+    total = values[starts].copy()
+    for offset in range(1, max(sizes)):
+        more = counts > offset
+        total[more] += values[starts[more] + offset]
+    return total
 
 
 def _kept(ttl: float) -> int:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import random
+
 import httpx
+import pytest
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
+from app import metrics
 from app.jobs import service as jobs
 
 Headers = dict[str, str]
@@ -96,3 +101,28 @@ async def test_queue_depth_waits_and_formed_quality(
     assert value(samples, "skill_formed_match_quality_sum", mode=mode) == proposals[0]["quality"]
     assert value(samples, "skill_queue_wait_seconds_count", mode=mode) == 2
     assert 0 <= value(samples, "skill_queue_wait_seconds_sum", mode=mode) < 60
+
+
+def test_observing_all_at_once_equals_observing_one_by_one() -> None:
+    registry = CollectorRegistry()
+    bounds = (0.5, 1, 2, 5)
+    one_by_one = Histogram("one", "one", ["mode"], buckets=bounds, registry=registry).labels("m")
+    at_once = Histogram("once", "once", ["mode"], buckets=bounds, registry=registry).labels("m")
+    rng = random.Random(3)
+    # Values on the bounds belong to that bucket (le), values past the last to +Inf.
+    waits = [0.0, 0.5, 1.0, 2.0, 5.0, 5.0001, 40.0] + [rng.uniform(0, 8) for _ in range(500)]
+    for wait in waits:
+        one_by_one.observe(wait)
+    metrics.observe_all(at_once, waits)
+    metrics.observe_all(at_once, [])
+
+    def samples(name: str) -> list[tuple[str, dict[str, str], float]]:
+        family = next(f for f in registry.collect() if f.name == name)
+        return [
+            (s.name.removeprefix(name), s.labels, s.value) for s in family.samples if "_created" not in s.name
+        ]
+
+    expected, got = samples("one"), samples("once")
+    assert [(n, labels) for n, labels, _ in got] == [(n, labels) for n, labels, _ in expected]
+    for (_, _, want), (_, _, have) in zip(expected, got, strict=True):
+        assert have == pytest.approx(want, rel=1e-12)
