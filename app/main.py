@@ -19,6 +19,7 @@ from app.api.middleware import RequestBody, RequestContext
 from app.config import Settings
 from app.db.engine import build_engine, build_sessionmaker
 from app.infra.embedded import EmbeddedServers
+from app.infra.redis_packing import pack_with_hiredis
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +31,13 @@ Every error is `application/problem+json` (RFC 9457). Authenticate with
 
 
 def build_redis(settings: Settings, url: str) -> Redis:
-    return Redis.from_url(
+    client = Redis.from_url(
         url,
         socket_timeout=settings.redis_timeout_s,
         socket_connect_timeout=settings.redis_timeout_s,
         health_check_interval=30,
     )
+    return pack_with_hiredis(client)
 
 
 async def wait_for_database(engine: object, seconds: float) -> None:

@@ -1,17 +1,20 @@
 """Matchmaking queue speed through the HTTP API, in one run.
 
-    python bench/queue.py [--pool 10000]
+    python bench/queue.py [--pool 10000] [--producers 4] [--workers 3]
 
-Starts the service as `make run` does (embedded PostgreSQL and Redis), then measures:
+Starts the service as `make run` does (embedded PostgreSQL and Redis) with WORKERS uvicorn
+worker processes (three on two cores: a process's share of the few benchmark connections is
+uneven, and a third process keeps both cores busy), then measures:
 1. `matchmake` over a 1v1 pool of POOL tickets, 100 matches per call (p50 ms per call; the
    pool is topped up between calls, untimed);
 2. sustained enqueue + matchmake: tickets matched per second while tickets keep arriving,
    PRODUCERS producers each posting batches of 100 tickets, one after another, and one
-   matchmaking loop (a director) asking for 1,000 matches per call and, when a call drained
-   the pool, waiting 50 ms before the next (one loop per queue: concurrent callers are safe
-   but redo each other's work). The load generator shares this machine's cores with the
-   service, so it speaks HTTP/1.1 over plain keep-alive sockets (RawHttp) rather than httpx,
-   which costs several times more CPU per request than the service's own parsing;
+   matchmaking loop (a director) asking for 1,000 matches per call and, when a call found
+   fewer than 100 (the pool nearly drained), waiting 50 ms before the next (one loop per
+   queue: concurrent callers are safe but redo each other's work). Producers spread their
+   requests over four connections each. The load generator shares this machine's cores with
+   the service, so it speaks HTTP/1.1 over plain keep-alive sockets (RawHttp) rather than
+   httpx, which costs several times more CPU per request than the service's own parsing;
 3. 5v5 from a pool of POOL players, 20 matches per call (p50 ms per call);
 4. for reference, tickets queued per second one request per ticket (32 at a time).
 """
@@ -157,7 +160,7 @@ async def sustained(base: str, key: str, producers: int, seconds: float) -> tupl
             while time.perf_counter() < stop:
                 made = await http.post("/v1/queues/bench-sustained/matchmake", b'{"max_matches":1000}')
                 matched += 2 * len(made["matches"])
-                if len(made["matches"]) < 1000:
+                if len(made["matches"]) < 100:  # the pool is nearly drained: wait a tick
                     await asyncio.sleep(0.05)
 
     started = time.perf_counter()
@@ -215,9 +218,10 @@ async def run(base: str, key: str, pool: int, producers: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pool", type=int, default=10_000)
-    parser.add_argument("--producers", type=int, default=3)
+    parser.add_argument("--producers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=3)
     args = parser.parse_args()
-    with serving("queue", workers=2) as served:
+    with serving("queue", workers=args.workers) as served:
         asyncio.run(run(served.base, served.key, args.pool, args.producers))
 
 

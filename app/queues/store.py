@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -82,8 +82,9 @@ class Keys:
         return f"{self.prefix}holders"
 
 
-@dataclass(frozen=True, slots=True)
-class NewTicket:
+# Named tuples rather than frozen dataclasses: a call builds a thousand of them, and a frozen
+# dataclass sets each field through object.__setattr__.
+class NewTicket(NamedTuple):
     ticket_id: str
     players: list[str]
     ratings: list[tuple[float, float]]
@@ -96,8 +97,7 @@ class TicketState:
     match: str | None  # the proposal's JSON, once matched
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
+class Claim(NamedTuple):
     """A proposal to claim: its tickets team by team (the script fills in their players)."""
 
     proposal_id: str
@@ -190,9 +190,10 @@ class QueueStore:
         if not claims:
             return [], b""
         keys = [self.keys.pool, self.keys.holders]
+        proposal, ticket = self.keys.proposal(""), self.keys.ticket("")  # the key prefixes
         for claim in claims:
-            keys.append(self.keys.proposal(claim.proposal_id))
-            keys += [self.keys.ticket(t) for team in claim.teams for t in team]
+            keys.append(proposal + claim.proposal_id)
+            keys += [ticket + t for team in claim.teams for t in team]
         payload = json.dumps(
             [
                 [claim.proposal_id, repr(float(claim.quality)), repr(float(claim.longest_wait)), claim.teams]
