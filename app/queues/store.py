@@ -1,13 +1,15 @@
 """The matchmaking queue in Redis: tickets, holds and the Lua scripts that change them.
 
 Every key of a mode's queue carries the hash tag {mode}, so each script touches one
-Redis Cluster slot, and every key a script touches is declared in its KEYS:
+Redis Cluster slot, and every key a script touches is declared in its KEYS. "v2" names this
+layout: keys of the first one (mm:{mode}:...) are never read, and a Redis that still holds
+them can drop them (the ticket hashes among them expire by themselves).
 
-    mm:{mode}:pool         hash: waiting ticket -> its value (below)
-    mm:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket
-    mm:{mode}:t:<ticket>   string: a finished ticket's status: "matched <proposal>",
-                           "cancelled" or "expired" (kept for the TTL plus a day)
-    mm:{mode}:m:<proposal> string: a claimed proposal's JSON (kept as long)
+    mm:v2:{mode}:pool         hash: waiting ticket -> its value (below)
+    mm:v2:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket
+    mm:v2:{mode}:t:<ticket>   string: a finished ticket's status: "matched <proposal>",
+                              "cancelled" or "expired" (kept for the TTL plus a day)
+    mm:v2:{mode}:m:<proposal> string: a claimed proposal's JSON (kept as long)
 
 A waiting ticket is one field of the pool: its value starts with six little-endian doubles
 (enqueued_at, attribute group (pool.attribute_group), players, Σ mu, Σ sigma², expires_at),
@@ -64,7 +66,7 @@ class Keys:
 
     @property
     def prefix(self) -> str:
-        return f"mm:{{{self.mode}}}:"
+        return f"mm:v2:{{{self.mode}}}:"
 
     def ticket(self, ticket_id: str) -> str:
         """A finished ticket's status."""
