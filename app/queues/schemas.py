@@ -64,7 +64,7 @@ class TicketOut(BaseModel):
 class MatchmakeIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_matches: int = Field(10, ge=1, le=1000)
+    max_matches: int = Field(10, ge=1, le=10_000)
 
 
 class MatchmakeOut(BaseModel):

@@ -31,7 +31,8 @@ class Script:
 # Redis runs every redis.call() through its command machinery, so the scripts read and write
 # many fields per call (HMGET, HSET, HDEL over a batch) rather than one call per ticket;
 # _CHUNKED keeps each call's arguments within Lua's stack. Every key a script touches is
-# declared in KEYS, as Redis Cluster requires.
+# declared in KEYS, as Redis Cluster requires. Batches arrive as flat ARGV lists (no JSON to
+# decode, no string to cut): Lua's string functions cost more per ticket than Redis's commands.
 _CHUNKED = """
 local function chunked(command, key, items)
   local out, n = {}, #items
@@ -46,17 +47,26 @@ local function chunked(command, key, items)
 end
 """
 
+# Finished tickets' statuses and claimed proposals live in "done" hashes, one per minute of
+# their ids (store.py). A hash lives until `kept` seconds after its latest write: a write only
+# ever extends its life (TTL is -1 for a hash without one; EXPIRE's GT option needs Redis 7).
+_FINISH = """
+local function finish(key, fields, kept)
+  chunked('HSET', key, fields)
+  if redis.call('TTL', key) < tonumber(kept) then redis.call('EXPIRE', key, kept) end
+end
+"""
+
 # A waiting ticket is one field of the pool hash; its value (store.py builds it) is a header
 # of six little-endian doubles (enqueued_at, attribute group, players, Σ mu, Σ sigma²,
 # expires_at), then mu and sigma of each player (two doubles each), the canonical attributes,
-# a newline and the players' JSON array.
+# a newline and the players' JSON array. Only cancelling and the expiry sweep read it here.
 _PARSE = """
 local function parse(value)
   local players = struct.unpack('<d', value, 17)
   local expires = struct.unpack('<d', value, 41)
-  local tail = string.sub(value, 49 + 16 * players)
-  local cut = string.find(tail, '\\n', 1, true)
-  return expires, string.sub(tail, 1, cut - 1), string.sub(tail, cut + 1)
+  local cut = string.find(value, '\\n', 49 + 16 * players, true)
+  return expires, cjson.decode(string.sub(value, cut + 1))
 end
 """
 
@@ -78,45 +88,48 @@ end
 """
 
 # KEYS: pool, holders.
-# ARGV: now, expires_at, JSON [[id, [players], value length], …], the values end to end.
+# ARGV: now, expires_at, then per ticket: id, pool value, player count, the players.
+# A player's hold is "<expires_at> <ticket>" (store.hold), and counts until expires_at.
 # Returns per ticket 0 (queued) or the 1-based position of a player already holding a ticket
 # (an earlier ticket of the batch counts).
 ENQUEUE = Script(
     _CHUNKED
     + """
 local pool, holders = KEYS[1], KEYS[2]
-local now, expires = tonumber(ARGV[1]), ARGV[2]
-local tickets, values = cjson.decode(ARGV[3]), ARGV[4]
-local names = {}
-for t = 1, #tickets do
-  local players = tickets[t][2]
-  for i = 1, #players do names[#names + 1] = players[i] end
+local now, expires, n = tonumber(ARGV[1]), ARGV[2], #ARGV
+local names, at = {}, 3
+while at <= n do
+  local players = tonumber(ARGV[at + 2])
+  for i = 1, players do names[#names + 1] = ARGV[at + 2 + i] end
+  at = at + 3 + players
 end
 local held = chunked('HMGET', holders, names)
-local out, fields, holds, taken, k, at = {}, {}, {}, {}, 0, 1
-for t = 1, #tickets do
-  local id, players, length = tickets[t][1], tickets[t][2], tickets[t][3]
+local out, fields, holds, taken, k = {}, {}, {}, {}, 0
+at = 3
+while at <= n do
+  local id, players = ARGV[at], tonumber(ARGV[at + 2])
   local clash = 0
-  for i = 1, #players do
+  for i = 1, players do
     local hold = held[k + i]
-    if taken[players[i]] or (hold and tonumber(string.match(hold, '^%S+')) > now) then
+    if taken[ARGV[at + 2 + i]] or (hold and tonumber(string.match(hold, '^%S+')) > now) then
       clash = i
       break
     end
   end
   if clash == 0 then
     fields[#fields + 1] = id
-    fields[#fields + 1] = string.sub(values, at, at + length - 1)
+    fields[#fields + 1] = ARGV[at + 1]
     local hold = expires .. ' ' .. id
-    for i = 1, #players do
-      taken[players[i]] = true
-      holds[#holds + 1] = players[i]
+    for i = 1, players do
+      local name = ARGV[at + 2 + i]
+      taken[name] = true
+      holds[#holds + 1] = name
       holds[#holds + 1] = hold
     end
   end
-  out[t] = clash
-  k = k + #players
-  at = at + length
+  out[#out + 1] = clash
+  k = k + players
+  at = at + 3 + players
 end
 if #fields > 0 then
   chunked('HSET', pool, fields)
@@ -126,133 +139,135 @@ return out
 """
 )
 
-# KEYS: pool, holders, then per proposal its key and its tickets' status keys, team by team.
-# ARGV: now, seconds to keep a proposal and its tickets' status, then JSON
-#       [[proposal id, quality, longest wait, [[team's ticket ids], …]], …] with the two
-#       numbers as their shortest decimal strings (written into the JSON as they are).
-# Returns {the 1-based numbers of the proposals claimed, their JSON joined by commas}.
+# KEYS: pool, holders, then the done hashes (the proposals' first, then the tickets').
+# ARGV: seconds to keep what is written, then per proposal: its id, its JSON, its ticket
+#       count, and per ticket: id, the number of its done hash in KEYS, its players' hold,
+#       player count, the players.
+# A proposal is claimed when every player of every ticket still holds that ticket's hold:
+# a hold is written with its ticket and released when the ticket leaves the pool (or left
+# alone when another ticket has taken it over), so an unchanged hold is a ticket still
+# waiting whose players have queued nothing since. store.py checks expiry and attributes
+# from the pool it read (a pool value never changes) before calling.
+# Returns the 1-based numbers of the proposals claimed.
 CLAIM = Script(
     _CHUNKED
-    + _PARSE
+    + _FINISH
     + """
-local pool, holders = KEYS[1], KEYS[2]
-local now, keep = tonumber(ARGV[1]), ARGV[2]
-local proposals = cjson.decode(ARGV[3])
-local wanted = {}
-for p = 1, #proposals do
-  local teams = proposals[p][4]
-  for t = 1, #teams do
-    for i = 1, #teams[t] do wanted[#wanted + 1] = teams[t][i] end
+local pool, holders, kept, n = KEYS[1], KEYS[2], ARGV[1], #ARGV
+local names, starts, at = {}, {}, 2
+while at <= n do
+  starts[#starts + 1] = at
+  at = at + 3
+  for t = 1, tonumber(ARGV[at - 1]) do
+    local players = tonumber(ARGV[at + 3])
+    for i = 1, players do names[#names + 1] = ARGV[at + 3 + i] end
+    at = at + 4 + players
   end
 end
-local values = chunked('HMGET', pool, wanted)
-local k, row, taken, claimed, bodies, gone, released = 3, 0, {}, {}, {}, {}, {}
-for p = 1, #proposals do
-  local proposal = proposals[p]
-  local teams = proposal[4]
-  local first, count, free, attributes, players = row, 0, true, nil, {}
-  for t = 1, #teams do
-    for i = 1, #teams[t] do
-      count = count + 1
-      local id, value = teams[t][i], values[row + count]
-      if not value or taken[id] then
-        free = false
-      else
-        local expires, attrs, names = parse(value)
-        attributes = attributes or attrs
-        if expires <= now or attrs ~= attributes then free = false end
-        players[count] = names
-      end
+local held = chunked('HMGET', holders, names)
+local k, taken, claimed, gone, released, done = 0, {}, {}, {}, {}, {[3] = {}}
+for p = 1, #starts do
+  local first, tickets, free = starts[p], tonumber(ARGV[starts[p] + 2]), true
+  at = first + 3
+  for t = 1, tickets do
+    local hold, players = ARGV[at + 2], tonumber(ARGV[at + 3])
+    if taken[ARGV[at]] then free = false end
+    for i = 1, players do
+      if held[k + i] ~= hold then free = false end
     end
+    k = k + players
+    at = at + 4 + players
   end
   if free then
-    -- Players are identifiers (no escapes needed): a team is its tickets' arrays spliced.
-    local team_json, ids, r = {}, {}, 0
-    for t = 1, #teams do
-      local parts = {}
-      for i = 1, #teams[t] do
-        r = r + 1
-        ids[r] = teams[t][i]
-        parts[i] = string.sub(players[r], 2, -2)
+    local status = 'matched ' .. ARGV[first]
+    at = first + 3
+    for t = 1, tickets do
+      local id, key, players = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 3])
+      taken[id] = true
+      gone[#gone + 1] = id
+      local fields = done[key]
+      if not fields then
+        fields = {}
+        done[key] = fields
       end
-      team_json[t] = '[' .. table.concat(parts, ',') .. ']'
+      fields[#fields + 1] = id
+      fields[#fields + 1] = status
+      for i = 1, players do released[#released + 1] = ARGV[at + 3 + i] end
+      at = at + 4 + players
     end
-    local body = '{"proposal_id":"' .. proposal[1] .. '","teams":[' .. table.concat(team_json, ',')
-      .. '],"ticket_ids":["' .. table.concat(ids, '","') .. '"],"quality":' .. proposal[2]
-      .. ',"longest_wait_s":' .. proposal[3] .. '}'
-    redis.call('SET', KEYS[k], body, 'EX', keep)
-    local status = 'matched ' .. proposal[1]
-    for r = 1, count do
-      redis.call('SET', KEYS[k + r], status, 'EX', keep)
-      taken[ids[r]] = true
-      gone[#gone + 1] = ids[r]
-      local names = cjson.decode(players[r])
-      for i = 1, #names do released[#released + 1] = names[i] end
-    end
+    done[3][#done[3] + 1] = ARGV[first]
+    done[3][#done[3] + 1] = ARGV[first + 1]
     claimed[#claimed + 1] = p
-    bodies[#bodies + 1] = body
   end
-  row = row + count
-  k = k + 1 + count
 end
-if #gone > 0 then
+if #claimed > 0 then
   chunked('HDEL', pool, gone)
   chunked('HDEL', holders, released)
+  for key, fields in pairs(done) do finish(KEYS[key], fields, kept) end
 end
-return {claimed, table.concat(bodies, ',')}
+return claimed
 """
 )
 
-# KEYS: pool, holders, the ticket's status key. ARGV: the ticket's id, seconds to keep its status.
+# KEYS: pool, holders, the ticket's done hash. ARGV: the ticket's id, seconds to keep its status.
 # Returns -1 unknown, 1 cancelled (or already finished), 2 already matched.
 CANCEL = Script(
     _CHUNKED
+    + _FINISH
     + _PARSE
     + _RELEASE
     + """
-local pool, holders, id = KEYS[1], KEYS[2], ARGV[1]
+local pool, holders, done, id = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local value = redis.call('HGET', pool, id)
 if value then
-  local _, _, players = parse(value)
+  local _, players = parse(value)
   redis.call('HDEL', pool, id)
-  redis.call('SET', KEYS[3], 'cancelled', 'EX', ARGV[2])
+  finish(done, {id, 'cancelled'}, ARGV[2])
   local owners = {}
-  for _, name in ipairs(cjson.decode(players)) do owners[name] = id end
+  for _, name in ipairs(players) do owners[name] = id end
   release(holders, owners)
   return 1
 end
-local status = redis.call('GET', KEYS[3])
+local status = redis.call('HGET', done, id)
 if not status then return -1 end
 if string.sub(status, 1, 8) == 'matched ' then return 2 end
 return 1
 """
 )
 
-# KEYS: pool, holders, then the tickets' status keys. ARGV: now, seconds to keep a status,
-# then the tickets' ids. Each ticket still waiting past its own expiry leaves the pool and
-# reads as expired. Returns how many did.
+# KEYS: pool, holders, then done hashes. ARGV: now, seconds to keep a status, then per ticket
+# its id and the number of its done hash in KEYS. Each ticket still waiting past its own
+# expiry leaves the pool and reads as expired. Returns how many did.
 EXPIRE = Script(
     _CHUNKED
+    + _FINISH
     + _PARSE
     + _RELEASE
     + """
 local pool, holders = KEYS[1], KEYS[2]
-local now, keep = tonumber(ARGV[1]), ARGV[2]
-local ids = {}
-for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+local now, kept = tonumber(ARGV[1]), ARGV[2]
+local ids, where = {}, {}
+for i = 3, #ARGV, 2 do
+  ids[#ids + 1] = ARGV[i]
+  where[#where + 1] = tonumber(ARGV[i + 1])
+end
 local values = chunked('HMGET', pool, ids)
-local gone, owners = {}, {}
+local gone, owners, done = {}, {}, {}
 for i = 1, #ids do
   if values[i] then
-    local expires, _, players = parse(values[i])
+    local expires, players = parse(values[i])
     if expires <= now then
       gone[#gone + 1] = ids[i]
-      redis.call('SET', KEYS[2 + i], 'expired', 'EX', keep)
-      for _, name in ipairs(cjson.decode(players)) do owners[name] = ids[i] end
+      local fields = done[where[i]] or {}
+      done[where[i]] = fields
+      fields[#fields + 1] = ids[i]
+      fields[#fields + 1] = 'expired'
+      for _, name in ipairs(players) do owners[name] = ids[i] end
     end
   end
 end
 if #gone > 0 then chunked('HDEL', pool, gone) end
+for key, fields in pairs(done) do finish(KEYS[key], fields, kept) end
 release(holders, owners)
 return #gone
 """

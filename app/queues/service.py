@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import os
 import time
 
 from redis.asyncio import Redis
@@ -24,7 +23,7 @@ from app.queues.schemas import (
     TicketIn,
     TicketOut,
 )
-from app.queues.store import Claim, NewTicket, QueueStore
+from app.queues.store import Claim, NewTicket, QueueStore, new_ids
 
 
 async def create_ticket(session: AsyncSession, redis: Redis, mode: str, body: TicketIn) -> TicketCreated:
@@ -75,6 +74,7 @@ async def _enqueue(
             raise ValidationFailed(message, errors=[{"loc": loc, "msg": message}])
     known = await players.current_ratings(session, mode, list({p for t in tickets for p in t.players}))
     prior = (rules.env.mu, rules.env.sigma)
+    now = time.time()
     queued = [
         NewTicket(
             ticket_id,
@@ -82,22 +82,14 @@ async def _enqueue(
             [known.get(p, prior) for p in ticket.players],
             canonical_attributes(ticket.attributes) if ticket.attributes else "{}",
         )
-        for ticket_id, ticket in zip(_random_ids(len(tickets)), tickets, strict=True)
+        for ticket_id, ticket in zip(new_ids(len(tickets), now), tickets, strict=True)
     ]
-    now = time.time()
     clashes = await QueueStore(redis, mode).enqueue(queued, now, rules.ticket_ttl)
     return queued, clashes, now
 
 
 def _held(ticket: NewTicket, clash: int, mode: str) -> str:
     return f"player {ticket.players[clash - 1]!r} already holds an active ticket in {mode!r}"
-
-
-def _random_ids(count: int) -> list[str]:
-    """Random 128-bit ids, as 32 hex digits (like uuid4().hex): one read of the system's
-    randomness for all of them."""
-    digits = os.urandom(16 * count).hex()
-    return [digits[32 * i : 32 * (i + 1)] for i in range(count)]
 
 
 async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> TicketOut:
@@ -122,28 +114,19 @@ async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches:
     rules = await modes.resolve(session, mode)
     store = QueueStore(redis, mode)
     now = time.time()
-    pool = await store.pool(now, rules.ticket_ttl)
+    waiting = await store.waiting(now, rules.ticket_ttl)
     # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
     matches = await asyncio.to_thread(
-        form_matches, pool, rules.teams, rules.team_size, rules.env.beta, rules.relax, max_matches
+        form_matches, waiting.pool, rules.teams, rules.team_size, rules.env.beta, rules.relax, max_matches
     )
-    ids = pool.ids
-    claims = [
-        Claim(
-            proposal_id,
-            [[ids[row] for row in team] for team in match.teams],
-            match.quality,
-            match.longest_wait,
-        )
-        for proposal_id, match in zip(_random_ids(len(matches)), matches, strict=True)
-    ]
+    claims = [Claim(match.teams, match.quality, match.longest_wait) for match in matches]
     claimed_at = time.time()
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).
-    won, bodies = await store.claim(claims, claimed_at, rules.ticket_ttl)
+    won, bodies = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl)
     metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), [matches[index].quality for index in won])
     rows = [row for index in won for row in matches[index].rows]
-    metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), claimed_at - now + pool.waited[rows])
+    metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), claimed_at - now + waiting.pool.waited[rows])
     return b'{"matches":[' + bodies + b"]}"
 
 

@@ -1,23 +1,31 @@
 """The matchmaking queue in Redis: tickets, holds and the Lua scripts that change them.
 
 Every key of a mode's queue carries the hash tag {mode}, so each script touches one
-Redis Cluster slot, and every key a script touches is declared in its KEYS. "v2" names this
-layout: keys of the first one (mm:{mode}:...) are never read, and a Redis that still holds
-them can drop them (the ticket hashes among them expire by themselves).
+Redis Cluster slot, and every key a script touches is declared in its KEYS. "v3" names this
+layout: keys of earlier ones (mm:{mode}:..., mm:v2:{mode}:...) are never read, and a Redis
+that still holds them can drop them (they expire by themselves, bar the first pools).
 
-    mm:v2:{mode}:pool         hash: waiting ticket -> its value (below)
-    mm:v2:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket
-    mm:v2:{mode}:t:<ticket>   string: a finished ticket's status: "matched <proposal>",
-                              "cancelled" or "expired" (kept for the TTL plus a day)
-    mm:v2:{mode}:m:<proposal> string: a claimed proposal's JSON (kept as long)
+    mm:v3:{mode}:pool         hash: waiting ticket -> its value (below)
+    mm:v3:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket
+    mm:v3:{mode}:done:<min>   hash: a finished ticket -> its status ("matched <proposal>",
+                              "cancelled" or "expired"), and a claimed proposal -> its JSON
+
+Ticket and proposal ids are 32 hex digits: the Unix second they were made (8 digits), then
+96 random bits. A finished ticket's status goes to the done hash of the minute its id names,
+and a proposal to the one of its own id, so reading either is one HGET. A done hash lives
+until the ticket TTL plus a day after its latest write (each write extends it): whatever it
+holds stays readable at least that long. Hashes per minute rather than a key per ticket:
+claiming a thousand tickets then writes two fields per hash touched rather than a thousand
+keys, and a minute's hash stays small enough for Redis to drop at once.
 
 A waiting ticket is one field of the pool: its value starts with six little-endian doubles
 (enqueued_at, attribute group (pool.attribute_group), players, Σ mu, Σ sigma², expires_at),
 then each player's mu and sigma as doubles, the canonical attributes, a newline and the
-players' JSON array. Matchmaking reads every waiting ticket with one HGETALL and turns the
-headers into columns with one np.frombuffer: no JSON and no object per ticket. There is no
-index by skill and none by age: the pool is read whole, sorted by skill in NumPy, and its
-enqueue times say which tickets are past the TTL (those are swept out as the pool is read).
+players' JSON array. A value never changes while its ticket waits. Matchmaking reads every
+waiting ticket with one HGETALL and turns the headers into columns with one np.frombuffer:
+no JSON and no object per ticket. There is no index by skill and none by age: the pool is
+read whole, sorted by skill in NumPy, and its enqueue times say which tickets are past the
+TTL (those are swept out as the pool is read).
 
 Queueing a ticket writes two hash fields and nothing else: the pool value and its players'
 holds. A hold is a field of one hash rather than a key per player, so scripts can release
@@ -27,17 +35,19 @@ then; matched and cancelled tickets release their holds at once, expired ones wh
 reaches them (and only if the hold is still theirs).
 
 Enqueueing is one script for a whole batch. Claiming is one script for all the proposals of
-a matchmaking call: each proposal's tickets are checked to be still waiting, unexpired and
-of equal attributes, and then taken together, or none of them is: two callers can never get
-the same ticket. The script also writes each proposal's JSON from its tickets' players, so a
-matchmaking call is two round trips (pool, claim) whatever its size, plus one when some
-tickets have expired. The scripts read and write whole batches per Redis command: a Lua
-redis.call() costs more than the field it touches.
+a matchmaking call, and it checks holds rather than the pool: a proposal is taken whole when
+every one of its players still holds the hold its ticket wrote, or not at all, so two
+callers can never get the same ticket, nor a player two tickets' matches. The expiry and the
+attributes of the tickets were checked here, from the pool values just read. A matchmaking
+call is two round trips (pool, claim) whatever its size, plus one when some tickets have
+expired. The scripts read and write whole batches per Redis command: a Lua redis.call()
+costs more than the field it touches.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -56,8 +66,13 @@ SWEEP_BATCH = 1000
 HEADER_DOUBLES = 6
 HEADER_BYTES = 8 * HEADER_DOUBLES
 
-# A finished ticket's status stays readable this long.
+# A finished ticket's status stays readable this long after its TTL.
 RETENTION_SECONDS = 24 * 3600
+
+# Statuses and proposals are kept in one hash per this many seconds of their ids.
+DONE_SECONDS = 60
+
+_ID = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,18 +81,15 @@ class Keys:
 
     @property
     def prefix(self) -> str:
-        return f"mm:v2:{{{self.mode}}}:"
+        return f"mm:v3:{{{self.mode}}}:"
 
-    def ticket(self, ticket_id: str) -> str:
-        """A finished ticket's status."""
-        return f"{self.prefix}t:{ticket_id}"
+    def done(self, some_id: str) -> str:
+        """The hash that holds a finished ticket's status, or a proposal, by its id's minute."""
+        return f"{self.prefix}done:{int(some_id[:8], 16) // DONE_SECONDS}"
 
     @property
     def pool(self) -> str:
         return f"{self.prefix}pool"
-
-    def proposal(self, proposal_id: str) -> str:
-        return f"{self.prefix}m:{proposal_id}"
 
     @property
     def holders(self) -> str:
@@ -100,12 +112,20 @@ class TicketState:
 
 
 class Claim(NamedTuple):
-    """A proposal to claim: its tickets team by team (the script fills in their players)."""
+    """A proposal to claim: its teams as rows of the pool read (Waiting.pool)."""
 
-    proposal_id: str
-    teams: list[list[str]]
+    teams: Sequence[Sequence[int]]
     quality: float
     longest_wait: float
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """One read of the pool: its live tickets as columns, and what claiming them needs."""
+
+    pool: Pool
+    values: list[bytes]  # each row's pool value
+    expires_at: list[float]  # each row's expiry
 
 
 class QueueStore:
@@ -132,41 +152,41 @@ class QueueStore:
         headers[:, 2] = sizes
         headers[:, 3] = _party_sums(ratings[:, 0], starts, sizes)
         headers[:, 4] = _party_sums(ratings[:, 1] * ratings[:, 1], starts, sizes)
-        headers[:, 5] = now + ttl
+        expires_at = now + ttl
+        headers[:, 5] = expires_at
         header_bytes, rating_bytes = headers.tobytes(), ratings.tobytes()
-        values = []
+        # The script writes each player's hold as hold(expires_at, ticket) does.
+        args: list[str | bytes | int] = [repr(now), repr(expires_at)]
         for number, (ticket, start) in enumerate(zip(tickets, starts.tolist(), strict=True)):
             # Identifiers need no escaping in JSON; canonical attributes hold no raw newline.
-            values.append(
+            value = (
                 header_bytes[HEADER_BYTES * number : HEADER_BYTES * (number + 1)]
                 + rating_bytes[16 * start : 16 * (start + len(ticket.players))]
                 + (ticket.attributes + '\n["' + '","'.join(ticket.players) + '"]').encode()
             )
-        index = json.dumps([[t.ticket_id, t.players, len(v)] for t, v in zip(tickets, values, strict=True)])
-        result = await ENQUEUE(
-            self.redis,
-            [self.keys.pool, self.keys.holders],
-            [repr(now), repr(now + ttl), index, b"".join(values)],
-        )
+            args += [ticket.ticket_id, value, len(ticket.players), *ticket.players]
+        result = await ENQUEUE(self.redis, [self.keys.pool, self.keys.holders], args)
         return [int(r) for r in result]
 
     async def ticket(self, ticket_id: str, now: float) -> TicketState | None:
         """The ticket's status (queued, matched, cancelled or expired) and, once matched, its
         proposal's JSON; None if the queue never had it (or forgot it after the retention)."""
+        if not _ID.fullmatch(ticket_id):
+            return None
         value: Any = await self.redis.hget(self.keys.pool, ticket_id)
         if value is not None:
             expires_at = float(np.frombuffer(value[:HEADER_BYTES], dtype="<f8")[5])
             return TicketState("queued" if expires_at > now else "expired", None)
-        status = await self.redis.get(self.keys.ticket(ticket_id))
+        status = await self.redis.hget(self.keys.done(ticket_id), ticket_id)
         if status is None:
             return None
         state, _, proposal = _text(status).partition(" ")
-        body = await self.redis.get(self.keys.proposal(proposal)) if proposal else None
+        body = await self.redis.hget(self.keys.done(proposal), proposal) if proposal else None
         return TicketState(state, _text(body) if body is not None else None)
 
-    async def pool(self, now: float, ttl: float) -> Pool:
-        """Every waiting, unexpired ticket as columns, in one round trip; tickets past the
-        TTL are swept out on the way (one more round trip, only when there are some)."""
+    async def waiting(self, now: float, ttl: float) -> Waiting:
+        """Every waiting, unexpired ticket, in one round trip; tickets past the TTL are swept
+        out on the way (one more round trip, only when there are some)."""
         raw: dict[bytes, bytes] = await self.redis.hgetall(self.keys.pool)  # type: ignore[assignment]
         headers = np.frombuffer(b"".join(value[:HEADER_BYTES] for value in raw.values()), dtype="<f8")
         headers = headers.reshape(-1, HEADER_DOUBLES)
@@ -177,7 +197,8 @@ class QueueStore:
             await self._sweep([ids[i] for i in lapsed[:SWEEP_BATCH].tolist()], now, ttl)
         live = np.nonzero((waited < ttl) & (headers[:, 5] > now))[0]
         headers = headers[live]
-        return Pool(
+        values = list(raw.values())
+        pool = Pool(
             [ids[i] for i in live.tolist()],
             headers[:, 2].astype(np.int64),
             headers[:, 3].copy(),
@@ -185,42 +206,105 @@ class QueueStore:
             waited[live],
             headers[:, 1].astype(np.int64),
         )
+        return Waiting(pool, [values[i] for i in live.tolist()], headers[:, 5].tolist())
 
-    async def claim(self, claims: Sequence[Claim], now: float, ttl: float) -> tuple[list[int], bytes]:
-        """Claim each proposal whose tickets are all still waiting, unexpired and of equal
-        attributes: the indexes of those claimed, and their JSON joined by commas."""
-        if not claims:
-            return [], b""
+    async def claim(
+        self, waiting: Waiting, claims: Sequence[Claim], now: float, ttl: float
+    ) -> tuple[list[int], bytes]:
+        """Claim each proposal whose tickets all still wait, unexpired, with equal attributes:
+        the indexes of those claimed, and their JSON joined by commas."""
+        ids, sizes = waiting.pool.ids, waiting.pool.size.tolist()
+        proposal_ids = new_ids(len(claims), now)
         keys = [self.keys.pool, self.keys.holders]
-        proposal, ticket = self.keys.proposal(""), self.keys.ticket("")  # the key prefixes
-        for claim in claims:
-            keys.append(proposal + claim.proposal_id)
-            keys += [ticket + t for team in claim.teams for t in team]
-        payload = json.dumps(
-            [
-                [claim.proposal_id, repr(float(claim.quality)), repr(float(claim.longest_wait)), claim.teams]
-                for claim in claims
-            ]
-        )
-        claimed, bodies = await CLAIM(self.redis, keys, [repr(now), _kept(ttl), payload])
-        return [int(number) - 1 for number in claimed], bodies
+        key_of: dict[str, int] = {}  # an id's second (its first 8 digits) -> its done hash in KEYS
+
+        def key_number(some_id: str) -> int:
+            """The 1-based number in KEYS of the done hash for this id's minute."""
+            number = key_of.get(some_id[:8])
+            if number is None:
+                key = self.keys.done(some_id)
+                if key not in keys:
+                    keys.append(key)
+                number = key_of[some_id[:8]] = keys.index(key) + 1
+            return number
+
+        if claims:
+            key_number(proposal_ids[0])  # KEYS[3]: the proposals' hash (all made this second)
+        args: list[str | bytes | int] = [_kept(ttl)]
+        tried, bodies = [], []
+        expires_at, values = waiting.expires_at, waiting.values
+        for index, (claim, proposal_id) in enumerate(zip(claims, proposal_ids, strict=True)):
+            rows = [row for team in claim.teams for row in team]
+            if any(expires_at[row] <= now for row in rows):
+                continue
+            # A value's tail: the canonical attributes, a newline, the players' JSON array.
+            tails = [values[row][HEADER_BYTES + 16 * sizes[row] :].split(b"\n", 1) for row in rows]
+            if any(tail[0] != tails[0][0] for tail in tails):
+                continue  # two attribute sets whose digests collide
+            # Players are identifiers (no escapes needed): a team is its tickets' arrays spliced.
+            players = dict(zip(rows, (tail[1] for tail in tails), strict=True))
+            teams = b",".join(
+                b"[" + b",".join(players[row][1:-1] for row in team) + b"]" for team in claim.teams
+            )
+            ticket_ids = '","'.join(ids[row] for row in rows)
+            body = (
+                f'{{"proposal_id":"{proposal_id}","teams":['.encode()
+                + teams
+                + f'],"ticket_ids":["{ticket_ids}"],"quality":{float(claim.quality)!r},'
+                f'"longest_wait_s":{float(claim.longest_wait)!r}}}'.encode()
+            )
+            args += [proposal_id, body, len(rows)]
+            for row in rows:
+                names = players[row][2:-2].split(b'","')
+                ticket_id = ids[row]
+                held = hold(expires_at[row], ticket_id)
+                args += [ticket_id, key_number(ticket_id), held, len(names), *names]
+            tried.append(index)
+            bodies.append(body)
+        if not tried:
+            return [], b""
+        claimed = await CLAIM(self.redis, keys, args)
+        won = [int(number) - 1 for number in claimed]
+        return [tried[number] for number in won], b",".join(bodies[number] for number in won)
 
     async def cancel(self, ticket_id: str, ttl: float) -> int:
         """-1 unknown, 1 cancelled (or already finished), 2 already matched."""
-        keys = [self.keys.pool, self.keys.holders, self.keys.ticket(ticket_id)]
+        if not _ID.fullmatch(ticket_id):
+            return -1
+        keys = [self.keys.pool, self.keys.holders, self.keys.done(ticket_id)]
         return int(await CANCEL(self.redis, keys, [ticket_id, _kept(ttl)]))
 
     async def _sweep(self, ids: list[str], now: float, ttl: float) -> int:
         """Take the tickets still waiting past their expiry out of the pool (they then read as
         expired); how many there were."""
-        keys = [self.keys.pool, self.keys.holders, *[self.keys.ticket(t) for t in ids]]
-        return int(await EXPIRE(self.redis, keys, [repr(now), _kept(ttl), *ids]))
+        keys = [self.keys.pool, self.keys.holders]
+        args: list[str | int] = [repr(now), _kept(ttl)]
+        for ticket_id in ids:
+            key = self.keys.done(ticket_id)
+            if key not in keys:
+                keys.append(key)
+            args += [ticket_id, keys.index(key) + 1]
+        return int(await EXPIRE(self.redis, keys, args))
 
     async def stats(self, now: float, ttl: float) -> tuple[int, int, float]:
         """(tickets, players, oldest wait in seconds) of the waiting tickets."""
-        pool = await self.pool(now, ttl)
+        pool = (await self.waiting(now, ttl)).pool
         oldest = float(pool.waited.max()) if len(pool) else 0.0
         return len(pool), int(pool.size.sum()), oldest
+
+
+def new_ids(count: int, now: float) -> list[str]:
+    """Fresh ticket or proposal ids: the Unix second as 8 hex digits, then 96 random bits
+    (one read of the system's randomness for all of them)."""
+    second = f"{int(now):08x}"
+    digits = os.urandom(12 * count).hex()
+    return [second + digits[24 * i : 24 * (i + 1)] for i in range(count)]
+
+
+def hold(expires_at: float, ticket_id: str) -> str:
+    """A player's hold on a ticket, as the enqueue script writes it (repr round-trips a float
+    exactly, so the claim can rebuild it from the pool value's header)."""
+    return f"{expires_at!r} {ticket_id}"
 
 
 def _party_sums(values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], sizes: list[int]) -> Any:

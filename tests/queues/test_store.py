@@ -9,7 +9,16 @@ import time
 import numpy as np
 from redis.asyncio import Redis
 
-from app.queues.store import HEADER_BYTES, NewTicket, QueueStore
+from app.queues.store import (
+    HEADER_BYTES,
+    RETENTION_SECONDS,
+    Claim,
+    NewTicket,
+    QueueStore,
+    TicketState,
+    hold,
+    new_ids,
+)
 
 
 async def test_pool_records_and_ratings_round_trip_exactly(redis_url: str) -> None:
@@ -28,7 +37,7 @@ async def test_pool_records_and_ratings_round_trip_exactly(redis_url: str) -> No
         store = QueueStore(redis, f"round-trip-{rng.getrandbits(32):08x}")
         now = time.time()
         assert await store.enqueue(tickets, now, 60.0) == [0] * len(tickets)
-        pool = await store.pool(now + 1.0, 60.0)
+        pool = (await store.waiting(now + 1.0, 60.0)).pool
         row = {ticket_id: i for i, ticket_id in enumerate(pool.ids)}
         assert sorted(row) == sorted(t.ticket_id for t in tickets)
         for ticket in tickets:
@@ -49,5 +58,79 @@ async def test_pool_records_and_ratings_round_trip_exactly(redis_url: str) -> No
             assert (attributes, json.loads(players)) == (ticket.attributes, ticket.players)
         groups = {ticket.attributes: pool.group[row[ticket.ticket_id]] for ticket in tickets}
         assert len(set(groups.values())) == 2
+    finally:
+        await redis.aclose()
+
+
+async def test_a_claim_never_takes_a_ticket_whose_hold_another_ticket_took_over(redis_url: str) -> None:
+    """A matchmaker read the pool while a ticket was live; by the time it claims, the ticket
+    has lapsed and its player queued again. Claiming the old ticket would put the player in
+    a match while the new ticket still waits, so the claim must refuse it."""
+    redis = Redis.from_url(redis_url)
+    try:
+        store = QueueStore(redis, f"takeover-{random.getrandbits(32):08x}")
+        start = time.time()
+        old = [
+            NewTicket(i, [p], [(25.0, 8.0)], "{}")
+            for i, p in zip(new_ids(2, start), ["to-1", "to-2"], strict=True)
+        ]
+        assert await store.enqueue(old, start, 10.0) == [0, 0]
+        waiting = await store.waiting(start + 1.0, 10.0)
+        later = start + 11.0  # both old tickets have lapsed, unswept
+        newer = NewTicket(new_ids(1, later)[0], ["to-1"], [(25.0, 8.0)], "{}")
+        assert await store.enqueue([newer], later, 10.0) == [0]
+        # Claimed as if at a time the old tickets were still live: only the holds can tell.
+        assert await store.claim(waiting, [Claim([[0], [1]], 0.5, 1.0)], start + 5.0, 10.0) == ([], b"")
+        assert (await store.ticket(newer.ticket_id, later)) == TicketState("queued", None)
+        assert await redis.hget(store.keys.holders, "to-1") == hold(later + 10.0, newer.ticket_id).encode()
+        # The new ticket, read afresh, is claimable: its holds are its own.
+        again = NewTicket(new_ids(1, later)[0], ["to-3"], [(25.0, 8.0)], "{}")
+        assert await store.enqueue([again], later, 10.0) == [0]
+        fresh = await store.waiting(later + 1.0, 10.0)
+        rows = {ticket_id: row for row, ticket_id in enumerate(fresh.pool.ids)}
+        won, body = await store.claim(
+            fresh, [Claim([[rows[newer.ticket_id]], [rows[again.ticket_id]]], 0.5, 1.0)], later + 1.0, 10.0
+        )
+        assert won == [0]
+        assert json.loads(body)["teams"] == [["to-1"], ["to-3"]]
+    finally:
+        await redis.aclose()
+
+
+async def test_finished_tickets_read_from_the_done_hash_of_their_ids_minute(redis_url: str) -> None:
+    """Statuses and proposals are one HGET each, and a done hash outlives its latest write by
+    the TTL plus the retention, whatever TTL an earlier write had."""
+    redis = Redis.from_url(redis_url)
+    try:
+        store = QueueStore(redis, f"done-{random.getrandbits(32):08x}")
+        now = time.time()
+        ids = new_ids(3, now)
+        tickets = [NewTicket(i, [f"dn-{n}"], [(20.0 + n, 5.0)], "{}") for n, i in enumerate(ids)]
+        assert await store.enqueue(tickets, now, 600.0) == [0, 0, 0]
+        waiting = await store.waiting(now, 600.0)
+        rows = {ticket_id: row for row, ticket_id in enumerate(waiting.pool.ids)}
+        won, body = await store.claim(
+            waiting, [Claim([[rows[ids[0]]], [rows[ids[1]]]], 0.5, 0.0)], now, 600.0
+        )
+        assert won == [0]
+        proposal = json.loads(body)
+        assert proposal["ticket_ids"] == ids[:2]
+        done = store.keys.done(ids[0])
+        assert (
+            done
+            == store.keys.done(proposal["proposal_id"])
+            == f"mm:v3:{{{store.keys.mode}}}:done:{int(now) // 60}"
+        )
+        assert await redis.hget(done, ids[1]) == f"matched {proposal['proposal_id']}".encode()
+        assert json.loads(await redis.hget(done, proposal["proposal_id"])) == proposal
+        assert await store.ticket(ids[0], now) == TicketState("matched", body.decode())
+        assert 600 + RETENTION_SECONDS - 5 <= await redis.ttl(done) <= 600 + RETENTION_SECONDS
+        # A later write with a shorter TTL leaves the hash's life as long as it was.
+        assert await store.cancel(ids[2], 1.0) == 1
+        assert await store.ticket(ids[2], now) == TicketState("cancelled", None)
+        assert await redis.ttl(done) > 600 + RETENTION_SECONDS - 5
+        # Ids not of the queue's making are simply unknown.
+        assert await store.ticket("not-a-ticket", now) is None
+        assert await store.cancel("ZZ" * 16, 1.0) == -1
     finally:
         await redis.aclose()
