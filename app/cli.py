@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 from pydantic import ValidationError
@@ -104,7 +105,7 @@ async def _bootstrap(settings: Settings, database_url: str) -> str | None:
 def serve(settings: Settings) -> None:
     import uvicorn
 
-    from app import logs
+    from app import logs, workers
 
     logs.configure(settings.log_format, settings.log_level)
     embedded = EmbeddedServers(settings.data_dir)
@@ -117,16 +118,20 @@ def serve(settings: Settings) -> None:
         os.environ["DATABASE_URL"] = database_url
         os.environ["REDIS_URL"] = redis_url
         print(f"Serving on http://{settings.host}:{settings.port} (docs at /docs)", flush=True)
-        uvicorn.run(
-            "app.main:create_app",
-            factory=True,
-            host=settings.host,
-            port=settings.port,
-            workers=settings.workers,
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-        )
+        options: dict[str, Any] = {
+            "factory": True,
+            "host": settings.host,
+            "port": settings.port,
+            "workers": settings.workers,
+            "log_config": None,
+            "access_log": False,
+            "lifespan": "on",
+        }
+        if settings.workers > 1 and workers.supported():
+            # A listening socket per worker (workers.py says why).
+            workers.run(uvicorn.Config("app.main:create_app", **options))
+        else:
+            uvicorn.run("app.main:create_app", **options)
     finally:
         embedded.stop()
 
