@@ -9,12 +9,13 @@ uneven, and a third process keeps both cores busy), then measures:
    pool is topped up between calls, untimed);
 2. sustained enqueue + matchmake: tickets matched per second while tickets keep arriving,
    PRODUCERS producers each posting batches of 100 tickets, one after another, and one
-   matchmaking loop (a director) asking for 1,000 matches per call and, when a call found
-   fewer than 100 (the pool nearly drained), waiting 50 ms before the next (one loop per
-   queue: concurrent callers are safe but redo each other's work). Producers spread their
-   requests over four connections each. The load generator shares this machine's cores with
-   the service, so it speaks HTTP/1.1 over plain keep-alive sockets (RawHttp) rather than
-   httpx, which costs several times more CPU per request than the service's own parsing;
+   matchmaking loop (a director) asking for up to 10,000 matches per call (the API's most:
+   a call takes whatever the pool holds) and, when a call found fewer than 100 (the pool
+   nearly drained), waiting 50 ms before the next (one loop per queue: concurrent callers
+   are safe but redo each other's work). Producers spread their requests over four
+   connections each. The load generator shares this machine's cores with the service, so it
+   speaks HTTP/1.1 over plain keep-alive sockets (RawHttp) rather than httpx, which costs
+   several times more CPU per request than the service's own parsing;
 3. 5v5 from a pool of POOL players, 20 matches per call (p50 ms per call);
 4. for reference, tickets queued per second one request per ticket (32 at a time).
 """
@@ -143,7 +144,7 @@ async def sustained(base: str, key: str, producers: int, seconds: float) -> tupl
     async def producer(offset: int) -> None:
         nonlocal queued
         # Requests go round four connections: the kernel hands each connection to one worker
-        # process, and a few long-lived connections can all land on the same one.
+        # process (by a hash of its ports), and a few connections can land unevenly.
         async with contextlib.AsyncExitStack() as stack:
             connections = [await stack.enter_async_context(RawHttp(base, key)) for _ in range(4)]
             counter = 0
@@ -158,7 +159,7 @@ async def sustained(base: str, key: str, producers: int, seconds: float) -> tupl
         nonlocal matched
         async with RawHttp(base, key) as http:
             while time.perf_counter() < stop:
-                made = await http.post("/v1/queues/bench-sustained/matchmake", b'{"max_matches":1000}')
+                made = await http.post("/v1/queues/bench-sustained/matchmake", b'{"max_matches":10000}')
                 matched += 2 * len(made["matches"])
                 if len(made["matches"]) < 100:  # the pool is nearly drained: wait a tick
                     await asyncio.sleep(0.05)
