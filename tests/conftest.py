@@ -24,8 +24,10 @@ from app.db.migrate import upgrade
 from app.infra.embedded import EmbeddedServers
 
 ADMIN_KEY = "test-admin-key-" + "k" * 24
-# ../shared beside the repository (as in CI), or SHARED_DIR.
-SHARED = Path(os.environ.get("SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
+# Data the repository ships for its tests, each set with its licence and provenance.
+TEST_DATA = Path(__file__).resolve().parent / "data"
+VECTORS = TEST_DATA / "vectors"
+DATASETS = TEST_DATA / "datasets"
 
 
 def with_database(url: str, name: str) -> str:
@@ -113,13 +115,6 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture(scope="session")
 def admin_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {ADMIN_KEY}"}
-
-
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    if not SHARED.is_dir():
-        pytest.fail(f"../shared is missing at {SHARED}; tests read vectors and datasets from it")
-    return SHARED
 
 
 @pytest.fixture

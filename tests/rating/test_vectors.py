@@ -1,4 +1,4 @@
-"""Golden vectors from established implementations (../shared/vectors) and seed 004."""
+"""Golden vectors from established implementations (tests/data/vectors, see its README) and seed 004."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from app.rating import Gaussian, Rating, TrueSkill
 from app.rating.gaussian import log_product_normalization, log_ratio_normalization
 from app.rating.inference import draw_margin
 from app.rating.normal import cdf, pdf
-from tests.conftest import SHARED
-
-VECTORS = SHARED / "vectors"
+from tests.conftest import VECTORS
 
 
 def load(name: str) -> dict[str, Any]:

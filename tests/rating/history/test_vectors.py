@@ -1,4 +1,4 @@
-"""../shared/vectors/ttt_vectors.json: the trueskillthroughtime package's own tests."""
+"""tests/data/vectors/ttt_vectors.json: the trueskillthroughtime package's own tests."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from app.rating.history import Game, Gaussian, History, Player
-from tests.conftest import SHARED
+from tests.conftest import VECTORS as VECTOR_DIR
 
-VECTORS = json.loads((SHARED / "vectors" / "ttt_vectors.json").read_text())
+VECTORS = json.loads((VECTOR_DIR / "ttt_vectors.json").read_text())
 
 
 def close(got: float, expected: float, places: int | None) -> bool:
