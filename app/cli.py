@@ -20,6 +20,7 @@ from app.evaluation.commands import (
     add_fit_history_parser,
     add_predictive_parser,
     add_tournaments_parser,
+    reported,
     run_fit_history,
     run_predictive,
     run_tournaments,
@@ -209,14 +210,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "evaluate-tournaments":
-            run_tournaments(args)
-            return 0
+            return reported(run_tournaments, args)
         if args.command == "fit-history":
-            run_fit_history(args)
-            return 0
+            return reported(run_fit_history, args)
         if args.command == "evaluate-history":
-            run_predictive(args)
-            return 0
+            return reported(run_predictive, args)
         if args.command == "openapi":
             sys.stdout.write(openapi_document())
             return 0

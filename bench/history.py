@@ -1,6 +1,9 @@
 """TrueSkill Through Time speed and memory (issue #5), side by side with trueskillthroughtime 1.1.0.
 
-    python bench/history.py [--skip-5m]
+    python bench/history.py [--skip-5m] [--datasets DIR]
+
+The ATP case reads atp/atp_singles_1968_2024.csv.gz under `--datasets DIR` or
+`$DATASETS_DIR` (not shipped with the repository: docs/datasets.md).
 
 Three cases, each in its own process so that its peak memory (ru_maxrss, which includes
 reading the data) is its own:
@@ -10,7 +13,7 @@ reading the data) is its own:
    approximation, as in the oracle tests). How far apart the two are after the online pass
    and after 10 iterations, and how far each is then from the fixed point both converge to.
    Goal: at least 50× faster than the peer.
-2. ATP singles (../shared/datasets/atp, 193,651 matches, 7,5xx players): init plus 10
+2. ATP singles (193,651 matches, 7,5xx players): init plus 10
    iterations. Goal: at most 5 s and 1 GB.
 3. A synthetic 5,000,000-game 1v1 history (50,000 players, 7,300 daily batches): init plus
    10 iterations. Goal: at most 4 GB. The games are built as the package's call shape asks
@@ -35,9 +38,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from app.evaluation.datasets import ENVIRONMENT, DatasetMissing, root  # noqa: E402
 from app.rating.history import History  # noqa: E402
-
-SHARED = Path(os.environ.get("SHARED_DIR", ROOT.parent / "shared"))
 
 
 def ten_thousand(seed: int = 0) -> tuple[list[list[list[str]]], list[float]]:
@@ -102,7 +104,7 @@ def case_10k() -> dict[str, Any]:
 def case_atp() -> dict[str, Any]:
     from app.evaluation.histories import atp
 
-    data = atp(SHARED / "datasets")
+    data = atp(root("atp", None))
     _, init, sweeps = timed(
         History, data.composition, data.times, 10, results=data.results, sigma=1.6, gamma=0.036
     )
@@ -127,9 +129,13 @@ def case_5m() -> dict[str, Any]:
 CASES = {"10k": case_10k, "atp": case_atp, "5m": case_5m}
 
 
-def run(case: str) -> dict[str, Any]:
+def run(case: str, datasets: Path) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, __file__, "--case", case], capture_output=True, text=True, check=True
+        [sys.executable, __file__, "--case", case],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, ENVIRONMENT: str(datasets)},
     ).stdout
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
@@ -139,11 +145,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--case", choices=sorted(CASES))
     parser.add_argument("--skip-5m", action="store_true")
+    parser.add_argument("--datasets", type=Path, metavar="DIR", help=f"holds atp/ (default: ${ENVIRONMENT})")
     args = parser.parse_args()
     if args.case:
         print(json.dumps(CASES[args.case]()))
         return
-    ten = run("10k")
+    try:
+        datasets = root("atp", args.datasets)
+    except DatasetMissing as exc:
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None
+    ten = run("10k", datasets)
     ours, theirs = sum(ten["ours"]), sum(ten["peer"])
     print("## 10,000 games, 500 players, 1,000 batches: init + 10 iterations\n")
     print("| engine | init s | 10 iterations s | total s |")
@@ -157,7 +169,7 @@ def main() -> None:
         f"distance to the common fixed point ({ten['fixed_sweeps']} sweeps to step "
         f"{ten['fixed_step']:.0e}): ours {ten['ours_from_fixed']:.1e}, peer {ten['peer_from_fixed']:.1e}"
     )
-    atp = run("atp")
+    atp = run("atp", datasets)
     print(f"\n## ATP singles, {atp['games']:,} games: init + 10 iterations\n")
     print("| init s | 10 iterations s | total s (goal ≤ 5) | peak MB (goal ≤ 1,024) |")
     print("|---|---|---|---|")
@@ -166,7 +178,7 @@ def main() -> None:
         f"| {atp['peak_mb']:.0f} |"
     )
     if not args.skip_5m:
-        big = run("5m")
+        big = run("5m", datasets)
         print(f"\n## Synthetic {big['games']:,} games: init + 10 iterations\n")
         print("| init s | 10 iterations s | peak MB (goal ≤ 4,096) |")
         print("|---|---|---|")

@@ -1,6 +1,6 @@
 """Leaderboard reads at a million players, through the API, beside the plain count.
 
-    python bench/leaderboard.py [--players 1000000] [--reads 2000]
+    python bench/leaderboard.py [--players 1000000] [--reads 2000] [--datasets DIR | --no-history]
 
 1. Starts the service the way `make run` does (`python -m app serve`, embedded
    PostgreSQL and Redis under a temp DATA_DIR).
@@ -11,8 +11,10 @@
    leaderboard index, the query the per-bucket counts replace.
 5. Checks that a rank read right after a match reflects it.
 6. History work on the same database, as ops run it: `python -m app import` of ATP
-   singles (195k matches, the README's recipe) with its replay, then `python -m app
-   smooth` (TrueSkill Through Time, 10 iterations) of that mode.
+   singles (195k matches, the recipe of docs/import.md) with its replay, then `python -m app
+   smooth` (TrueSkill Through Time, 10 iterations) of that mode. ATP singles are not shipped
+   with the repository (docs/datasets.md): they are read from `--datasets DIR` or
+   `$DATASETS_DIR`; `--no-history` skips this step.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import time
 import httpx
 import psycopg
 
+from app.evaluation.datasets import ENVIRONMENT, DatasetMissing, root
 from bench.serving import serving
 
 MODE = "bench-lb"
@@ -94,16 +97,15 @@ def plain_count_ms(url: str, ids: list[str]) -> list[float]:
     return out
 
 
-def history_work(url: str) -> dict[str, float]:
+def history_work(url: str, datasets: Path) -> dict[str, float]:
     """Import + replay of ATP singles, then smooth, through the CLI; wall seconds of each."""
     import json
 
     env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING"}
-    shared = Path(os.environ.get("SHARED_DIR") or ROOT.parent / "shared")
     recipe = [
         "import", "--mode", "atp", "--column", "played_at=date", "--column", "winner=winner_id",
         "--column", "loser=loser_id", "--skip", "score~W/O|Walkover", "--skip", "winner_id~^199999$",
-        "--skip", "loser_id~^199999$", str(shared / "datasets" / "atp" / "atp_singles_1968_2024.csv.gz"),
+        "--skip", "loser_id~^199999$", str(datasets / "atp" / "atp_singles_1968_2024.csv.gz"),
     ]  # fmt: skip
     out: dict[str, float] = {}
     for name, args in (("import", recipe), ("smooth", ["smooth", "--mode", "atp", "--iterations", "10"])):
@@ -136,7 +138,15 @@ def main() -> None:
     parser.add_argument("--players", type=int, default=1_000_000)
     parser.add_argument("--reads", type=int, default=2000)
     parser.add_argument("--no-history", action="store_true", help="skip the ATP import, replay and smooth")
+    parser.add_argument("--datasets", type=Path, metavar="DIR", help=f"holds atp/ (default: ${ENVIRONMENT})")
     args = parser.parse_args()
+    datasets = None
+    if not args.no_history:
+        try:
+            datasets = root("atp", args.datasets)
+        except DatasetMissing as exc:
+            print(f"{exc}; or pass --no-history", file=sys.stderr)
+            raise SystemExit(2) from None
     rng = random.Random(1)
     with serving("leaderboard") as served:
         url = served.database_url
@@ -165,7 +175,7 @@ def main() -> None:
             }
             http.post("/v1/matches", json=match).raise_for_status()
             after = http.get(f"/v1/leaderboards/{MODE}/players/{winner}").json()["rank"]
-        history = None if args.no_history else history_work(url)
+        history = None if datasets is None else history_work(url, datasets)
 
     print(f"{args.players:,} rated players in one mode, embedded PostgreSQL, seeded in {seconds:.1f} s; ")
     print(f"{args.reads} sequential keep-alive requests each (1 uvicorn worker)\n")

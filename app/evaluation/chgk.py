@@ -1,4 +1,5 @@
-"""Loaders for the team quiz ("What? Where? When?") tournaments in ../shared/datasets/chgk."""
+"""Loaders for the team quiz ("What? Where? When?") tournaments: the `chgk/` folder
+of a datasets directory (app/evaluation/datasets.py)."""
 
 from __future__ import annotations
 

@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from app.evaluation import chgk, histories, predictive, synthetic
+from app.evaluation.datasets import ENVIRONMENT, NOT_SHIPPED, DatasetMissing, named, root
 from app.evaluation.tournaments import Parameters, Tournament, compare, table
 from app.rating.history.tuning import fit_hyperparameters
 
-# ../shared beside the repository, or SHARED_DIR (as the tests read it).
-SHARED = Path(os.environ.get("SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared")
-DEFAULT_CHGK = SHARED / "datasets" / "chgk"
 SOURCES = ("chgk-ec", "chgk-rating", "synthetic")
+DATASETS_HELP = (
+    f"directory of the datasets (default: ${ENVIRONMENT}; the sets the repository ships are "
+    "read from tests/data/datasets when it lacks them); see docs/datasets.md"
+)
+
+
+def add_datasets_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--datasets", type=Path, default=None, metavar="DIR", help=DATASETS_HELP)
+
+
+def default_sources(every: Sequence[str], flag: Path | None) -> list[str]:
+    """All of `every` when a datasets directory is named, else those the repository ships."""
+    return list(every) if named(flag) else [s for s in every if s not in NOT_SHIPPED]
+
+
+def reported(run: Callable[[argparse.Namespace], None], args: argparse.Namespace) -> int:
+    """Run a command; a missing dataset is one line on stderr and exit status 2."""
+    try:
+        run(args)
+    except DatasetMissing as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 0
 
 
 def add_tournaments_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,33 +44,41 @@ def add_tournaments_parser(commands: argparse._SubParsersAction) -> None:  # typ
         "evaluate-tournaments",
         help="replay team tournaments and compare TrueSkill with seed 002's tie layer (wrong pairs, %%)",
     )
-    parser.add_argument("--source", choices=SOURCES, action="append", help="default: all three")
-    parser.add_argument("--chgk-dir", type=Path, default=DEFAULT_CHGK, help="../shared/datasets/chgk")
+    parser.add_argument(
+        "--source",
+        choices=SOURCES,
+        action="append",
+        help="default: all three, chgk-rating only when a datasets directory is named",
+    )
+    add_datasets_argument(parser)
     parser.add_argument("--draw-probability", type=float, default=Parameters().draw_probability)
     parser.add_argument("--synthetic-tournaments", type=int, default=400)
     parser.add_argument("--synthetic-max-teams", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
 
 
-def load(source: str, args: argparse.Namespace) -> list[Tournament]:
-    if source == "chgk-ec":
-        return chgk.european_cup(args.chgk_dir)
-    if source == "chgk-rating":
-        return chgk.rating_site(args.chgk_dir)
+def load(source: str, args: argparse.Namespace, datasets: Path | None) -> list[Tournament]:
+    if source == "chgk-ec" and datasets is not None:
+        return chgk.european_cup(datasets / "chgk")
+    if source == "chgk-rating" and datasets is not None:
+        return chgk.rating_site(datasets / "chgk")
     return synthetic.tournaments(
         args.synthetic_tournaments, max_teams=args.synthetic_max_teams, seed=args.seed
     )
 
 
 def run_tournaments(args: argparse.Namespace) -> None:
+    sources = args.source or default_sources(SOURCES, args.datasets)
+    # Every dataset is found before any work, so a missing one stops the command at once.
+    roots = {s: None if s == "synthetic" else root(s, args.datasets) for s in sources}
     parameters = Parameters(draw_probability=args.draw_probability)
     print(
         f"mu={parameters.mu:g} sigma={parameters.sigma:g} beta={parameters.beta:g} tau={parameters.tau:g} "
         f"draw_probability={parameters.draw_probability:g}\n"
     )
-    for source in args.source or SOURCES:
+    for source, datasets in roots.items():
         started = time.perf_counter()
-        tournaments = load(source, args)
+        tournaments = load(source, args, datasets)
         teams = sum(len(t.rosters) for t in tournaments)
         print(f"## {source}: {len(tournaments)} tournaments, {teams} team entries")
         print(table(compare(tournaments, parameters)))
@@ -61,7 +91,7 @@ def add_fit_history_parser(commands: argparse._SubParsersAction) -> None:  # typ
         help="choose TrueSkill Through Time's sigma and gamma (and p_draw) by log evidence",
     )
     parser.add_argument("--source", choices=sorted(histories.LOADERS), default="chess")
-    parser.add_argument("--datasets", type=Path, default=SHARED / "datasets", help="../shared/datasets")
+    add_datasets_argument(parser)
     parser.add_argument("--fit-p-draw", action="store_true", help="fit the draw probability too")
     parser.add_argument("--iterations", type=int, default=10, help="sweeps per evaluation")
     parser.add_argument("--rounds", type=int, default=2)
@@ -69,7 +99,7 @@ def add_fit_history_parser(commands: argparse._SubParsersAction) -> None:  # typ
 
 
 def run_fit_history(args: argparse.Namespace) -> None:
-    data = histories.LOADERS[args.source](args.datasets)
+    data = histories.LOADERS[args.source](root(args.source, args.datasets))
     limit = args.limit or len(data.composition)
     draws = data.draw_share
     print(f"{data.name}: {limit} games, draws {draws:.1%}; beta = 1, mu = 0\n", flush=True)
@@ -114,9 +144,12 @@ def add_predictive_parser(commands: argparse._SubParsersAction) -> None:  # type
         help="Elo, TrueSkill and TrueSkill Through Time: prior predictions of the last 30%% (seed 001 §3.9)",
     )
     parser.add_argument(
-        "--source", choices=sorted(PREDICTIVE_DEFAULTS), action="append", help="default: atp, football"
+        "--source",
+        choices=sorted(PREDICTIVE_DEFAULTS),
+        action="append",
+        help="default: atp and football, atp only when a datasets directory is named",
     )
-    parser.add_argument("--datasets", type=Path, default=SHARED / "datasets", help="../shared/datasets")
+    add_datasets_argument(parser)
     parser.add_argument("--sigma", type=float, help="prior sigma (default: per dataset)")
     parser.add_argument("--gamma", type=float, help="skill drift per day (default: per dataset)")
     parser.add_argument("--p-draw", type=float, help="draw probability (default: per dataset)")
@@ -124,8 +157,10 @@ def add_predictive_parser(commands: argparse._SubParsersAction) -> None:  # type
 
 
 def run_predictive(args: argparse.Namespace) -> None:
-    for source in args.source or ["atp", "football"]:
-        data = histories.LOADERS[source](args.datasets)
+    sources = args.source or default_sources(("atp", "football"), args.datasets)
+    roots = {source: root(source, args.datasets) for source in sources}
+    for source, datasets in roots.items():
+        data = histories.LOADERS[source](datasets)
         if args.limit:
             data = histories.MatchHistory(
                 data.name,

@@ -1,5 +1,6 @@
-"""Match histories from ../shared/datasets in the shape History takes: composition,
-results (higher is better) and times (days since 1970, or the year for the chess file)."""
+"""Match histories of a datasets directory (app/evaluation/datasets.py) in the shape History
+takes: composition, results (higher is better) and times (days since 1970, or the year for the
+chess file)."""
 
 from __future__ import annotations
 

@@ -18,10 +18,11 @@ from app.imports.service import ImportRejected, import_file
 from app.jobs import service as jobs
 from app.progress import Bar
 
-ATP_RECIPE = """ATP singles from ../shared/datasets/atp (walkovers and the 199999 placeholder dropped):
+ATP_RECIPE = """ATP singles (not shipped: CC BY-NC-SA, see docs/datasets.md), walkovers and the 199999
+placeholder dropped, from the atp/ folder of your datasets directory:
   python -m app import --mode atp --column played_at=date --column winner=winner_id \\
     --column loser=loser_id --skip 'score~W/O|Walkover' --skip 'winner_id~^199999$' \\
-    --skip 'loser_id~^199999$' ../shared/datasets/atp/atp_singles_1968_2024.csv.gz"""
+    --skip 'loser_id~^199999$' "$DATASETS_DIR/atp/atp_singles_1968_2024.csv.gz\""""
 
 
 def add_parsers(commands: Any) -> None:

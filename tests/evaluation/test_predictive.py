@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 import random
-from pathlib import Path
 
 import pytest
 
 from app.evaluation import histories, predictive
 from app.rating import normal
+from tests.conftest import DATASETS
 
 SETTINGS = predictive.Settings(sigma=1.6, gamma=0.036, p_draw=0.2)
 
@@ -96,9 +96,9 @@ def test_the_table_compares_every_model_with_ttt() -> None:
     assert text.count("\n") == 4 and "| TTT |" in text
 
 
-def test_on_football_the_smoothed_model_predicts_better_than_the_filter(shared: Path) -> None:
+def test_on_football_the_smoothed_model_predicts_better_than_the_filter() -> None:
     """A slice of real data with draws (the full run is `python -m app evaluate-history`)."""
-    data = histories.football(shared / "datasets")
+    data = histories.football(DATASETS)
     n = 4000
     data = histories.MatchHistory(data.name, data.composition[:n], data.results[:n], data.times[:n])
     settings = predictive.Settings(sigma=4.0, gamma=0.0087, p_draw=0.284)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import gzip
+from pathlib import Path
+
 import pytest
 
 from app.cli import main
 from app.evaluation import chgk, synthetic
 from app.evaluation.tournaments import Parameters, compare, wrong_pair_share
-from tests.conftest import SHARED
+from tests.conftest import DATASETS
 
-CHGK = SHARED / "datasets" / "chgk"
+CHGK = DATASETS / "chgk"
 
 
 def test_wrong_pair_share_counts_pairs_in_different_places() -> None:
@@ -22,16 +25,43 @@ def test_wrong_pair_share_counts_pairs_in_different_places() -> None:
     assert wrong_pair_share([1, 2], [1, 1]) is None
 
 
-def test_loaders_read_the_chgk_files() -> None:
+def test_the_european_cup_loader_reads_the_shipped_files() -> None:
     cup = chgk.european_cup(CHGK)
     assert len(cup) == 15
     assert all(4 <= len(roster) <= 8 for t in cup for roster in t.rosters)
     assert sum(len(t.rosters) for t in cup) == 396
-    site = chgk.rating_site(CHGK)
-    assert len(site) == 1009, "the dated tournaments"
-    assert sum(len(t.rosters) for t in site) == 146_585
-    assert all(len(r) == 1 for t in site[:50] for r in t.rosters)
-    assert any(len(set(t.ranks)) < len(t.ranks) for t in site), "shared places are kept"
+    assert all(player.startswith("player:") for t in cup for r in t.rosters for player in r)
+    assert any(len(set(t.ranks)) < len(t.ranks) for t in cup), "shared places are kept"
+
+
+def test_the_rating_site_loader_keeps_dated_tournaments_in_date_order(tmp_path: Path) -> None:
+    """rating.chgk.info results are not shipped (no licence stated), so rows in their layout:
+    a date from the tournament list or the result row, shared places as midpoints."""
+    (tmp_path / "rating_tournaments.csv").write_text(
+        "tournament_id,name,date_start,date_end,type,questions_total,n_teams\n"
+        "7,Late,2004-05-01,2004-05-01,x,36,3\n"
+        "9,Undated,,,x,36,2\n"
+        "11,Alone,2003-01-01,2003-01-01,x,36,1\n"
+    )
+    rows = [
+        "tournament_id,date_start,team_id,team_name,questions_total,position,included_in_rating",
+        "7,,1,A,20,1,1",
+        "7,,2,B,18,2.5,1",
+        "7,,3,C,18,2.5,1",
+        "7,,4,D,0,,1",  # no position: left out
+        "8,2003-09-01,2,B,30,1,1",  # dated by its result rows only
+        "8,2003-09-01,5,E,10,2,1",
+        "9,,1,A,10,1,1",  # no date anywhere: left out
+        "9,,2,B,5,2,1",
+        "11,2003-01-01,1,A,10,1,1",  # a single team: nothing to compare
+    ]
+    with gzip.open(tmp_path / "rating_team_results.csv.gz", "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(rows) + "\n")
+    site = chgk.rating_site(tmp_path)
+    assert [t.name for t in site] == ["rating:8", "rating:7"]
+    assert site[0].rosters == [["team:2"], ["team:5"]]
+    assert site[1].rosters == [["team:1"], ["team:2"], ["team:3"]]
+    assert site[1].ranks == [1.0, 2.5, 2.5], "shared places are kept"
 
 
 def test_synthetic_tournaments_have_the_asked_shape() -> None:
@@ -53,19 +83,21 @@ def test_the_tie_layer_gets_fewer_pairs_wrong_when_ties_are_common() -> None:
 
 
 def test_the_command_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["evaluate-tournaments", "--source", "chgk-ec", "--chgk-dir", str(CHGK)]) == 0
+    assert main(["evaluate-tournaments", "--source", "chgk-ec", "--datasets", str(DATASETS)]) == 0
     out = capsys.readouterr().out
     assert "## chgk-ec: 15 tournaments, 396 team entries" in out
     assert "| tie layer, size-penalised mean (TS2b) |" in out
 
 
-def test_history_loaders_read_the_match_files() -> None:
+def test_history_loaders_read_the_shipped_match_files() -> None:
+    """(The ATP loader is checked on rows in its layout in tests/imports/test_import.py.)"""
     from app.evaluation import histories
 
-    football = histories.football(SHARED / "datasets")
+    football = histories.football(DATASETS)
     assert len(football.composition) == 49_520
     assert football.draw_share == pytest.approx(0.2273, abs=1e-4)
-    atp = histories.atp(SHARED / "datasets")
-    assert 193_000 < len(atp.composition) < 194_996, "walkovers and the placeholder are dropped"
-    assert all(r == [1.0, 0.0] for r in atp.results[:100])
-    assert atp.times == sorted(atp.times)
+    assert football.times == sorted(football.times)
+    chess = histories.chess(DATASETS)
+    assert len(chess.composition) == 1000
+    assert chess.draw_share == pytest.approx(0.135)
+    assert {tuple(r) for r in chess.results} == {(1.0, 0.0), (0.5, 0.5), (0.0, 1.0)}

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import secrets
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -190,17 +191,63 @@ def test_the_fast_one_per_row_path_hashes_like_the_api(tmp_path: Path) -> None:
         assert parsed.body_hash == body_hash(MatchIn.model_validate(body)), parsed
 
 
-def test_the_atp_recipe_columns_and_skips(tmp_path: Path, shared: Path) -> None:
-    path = shared / "datasets" / "atp" / "atp_singles_1968_2024.csv.gz"
-    columns = {"played_at": "date", "winner": "winner_id", "loser": "loser_id"}
-    skips = [
-        reading.Skip.parse("score~W/O|Walkover"),
-        reading.Skip.parse("winner_id~^199999$"),
-        reading.Skip.parse("loser_id~^199999$"),
+ATP_HEADER = (
+    "date,tourney_id,tourney_name,tourney_level,surface,round,match_num,best_of,"
+    "winner_id,loser_id,winner_name,loser_name,score"
+)
+
+
+def write_atp_like(path: Path) -> list[tuple[str, str, str]]:
+    """ATP singles in the published layout (the data itself is not shipped: docs/datasets.md),
+    with every kind of row the recipe drops. Returns (date, winner, loser) of the rows it keeps."""
+    kept: list[tuple[str, str, str]] = []
+    lines = [ATP_HEADER]
+    scores = ["6-4 6-3", "7-6(5) 3-6 6-2", "6-3 2-1 RET", "DEF", "UNK"]
+    for number in range(30):
+        date = f"1990-{1 + number // 10:02d}-0{1 + number % 7}"
+        winner, loser = f"{100 + number}", f"{200 + number % 9}"
+        names = f"W{winner},L{loser},{scores[number % 5]}"
+        lines.append(f"{date},1990-{number},Open,A,Hard,R32,{number},3,{winner},{loser},{names}")
+        kept.append((date, winner, loser))
+    dropped = [
+        ("101", "102", "W/O"),
+        ("101", "102", " W/O"),
+        ("103", "104", "Walkover"),
+        ("199999", "105", "6-1 6-1"),
+        ("106", "199999", "6-2 6-2"),
+        ("199999", "199999", "6-0 6-0"),
     ]
+    for number, (winner, loser, score) in enumerate(dropped):
+        lines.append(f"1990-06-01,1990-x,Open,A,Clay,F,{number},3,{winner},{loser},W,L,{score}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return kept
+
+
+def test_the_atp_recipe_columns_and_skips(tmp_path: Path) -> None:
+    """The recipe printed by `import --help` (and docs/import.md) reads the ATP layout and drops
+    what app.evaluation.histories.atp drops, so the imported mode and the evaluations agree."""
+    from app.evaluation import histories
+    from app.imports.commands import ATP_RECIPE
+
+    path = tmp_path / "atp" / "atp_singles_1968_2024.csv.gz"
+    kept = write_atp_like(path)
+    words = shlex.split(ATP_RECIPE.split("python -m app import", 1)[1].replace("\\\n", " "))
+    columns = dict(words[i + 1].split("=", 1) for i, word in enumerate(words) if word == "--column")
+    skips = [reading.Skip.parse(words[i + 1]) for i, word in enumerate(words) if word == "--skip"]
+    assert columns == {"played_at": "date", "winner": "winner_id", "loser": "loser_id"}
+    assert len(skips) == 3
     read = reading.read_file(path, "atp", columns, skips)
     assert read.error_count == 0
-    assert len(read.matches) == 193_651  # as app.evaluation.histories.atp reads it
-    assert read.skipped > 0
+    assert read.skipped == 6
+    got = [(m.played_at.date().isoformat(), m.teams[0][0][0], m.teams[1][0][0]) for m in read.matches]
+    assert sorted(got) == sorted(kept)
+    assert all(m.ranks[0] < m.ranks[1] for m in read.matches), "the winner ranks first"
+    evaluated = histories.atp(tmp_path)
+    assert sorted(
+        (dt.date(1970, 1, 1) + dt.timedelta(days=int(t)), c[0][0], c[1][0])
+        for t, c in zip(evaluated.times, evaluated.composition, strict=True)
+    ) == sorted((dt.date.fromisoformat(d), w, lo) for d, w, lo in kept)
     with pytest.raises(ValueError, match="no column 'nope'"):
         reading.read_file(path, "atp", {"played_at": "nope"})

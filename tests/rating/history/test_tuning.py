@@ -7,11 +7,11 @@ import pytest
 from app.cli import main
 from app.evaluation import histories
 from app.rating.history.tuning import fit_hyperparameters
-from tests.conftest import SHARED
+from tests.conftest import DATASETS
 
 
 def test_the_search_raises_the_evidence_and_reports_its_path() -> None:
-    data = histories.chess(SHARED / "datasets")
+    data = histories.chess(DATASETS)
     best, path = fit_hyperparameters(
         data.composition, data.results, data.times, p_draw=0.135, fit_p_draw=True, rounds=1, steps=6
     )
