@@ -123,7 +123,7 @@ def _elo_update(
     scale: float,
     mu: float,
 ) -> None:
-    """The duelling heuristic (seed 000 §5): every player against every player of the other
+    """The duelling heuristic (seed 000 §4.1): every player against every player of the other
     teams, moved by the mean of those Δs (one opponent in a duel: plain Elo)."""
     moves: dict[str, float] = {}
     for t, team in enumerate(teams):

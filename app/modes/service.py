@@ -131,7 +131,7 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     except RatingInputError as exc:
         raise ValidationFailed(str(exc), errors=[{"loc": ["body"], "msg": str(exc)}]) from None
     if current is None:
-        # New modes take beta = sigma/2 and tau = sigma/100 unless given (seed 000 §5).
+        # New modes take beta = sigma/2 and tau = sigma/100 unless given (seed 000 §4.2).
         sigma = values.get("sigma", 25.0 / 3.0)
         values.setdefault("beta", sigma / 2.0)
         values.setdefault("tau", sigma / 100.0)

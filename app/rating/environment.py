@@ -47,7 +47,7 @@ def _positive(name: str, value: float, low: float = SIGMA_MIN) -> float:
 class TrueSkill:
     """Model constants of seed 000 (Xbox Live defaults) and the operations on them.
 
-    `beta` defaults to sigma/2 and `tau` to sigma/100, as in seed 000 §5 and the
+    `beta` defaults to sigma/2 and `tau` to sigma/100, as in seed 000 §4.2 and the
     trueskill package.
 
     Seed 002's fixes for team tournaments are opt-in: `tie_model="tie-layer"` (instead of
@@ -287,7 +287,7 @@ class TrueSkill:
         return self.performance.coefficients(teams.ratings, teams.weights, None)
 
     def expose(self, rating: Rating, k: float = 3.0) -> float:
-        """The conservative estimate mu − k·sigma (seed 000 §5 uses k = 3)."""
+        """The conservative estimate mu − k·sigma (seed 000 §4.2 uses k = 3)."""
         return float(rating.mu - k * rating.sigma)
 
     def rate_1vs1(self, rating1: Rating, rating2: Rating, drawn: bool = False) -> tuple[Rating, Rating]:

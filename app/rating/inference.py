@@ -7,7 +7,7 @@ truncation factor: d_k > eps (a win) or |d_k| <= eps (a tie).
 Everything below the differences is Gaussian and tree-shaped, so we integrate the
 players out exactly: team k's performance has the prior N(m_k, V_k) with
 m_k = Σ w_i·mu_i and V_k = Σ w_i²·(sigma_i² + tau² + beta²) (tau is added before the
-update, seed 000 §3.1). Only the chain of truncation factors needs expectation
+update, seed 000 §2). Only the chain of truncation factors needs expectation
 propagation. With two teams there is one truncation factor and one exact pass; with
 more we sweep the chain forward and backward (the schedule of Fig. 1) until the
 messages stop moving: chain_sweeps in general, and for chains of up to 24 factors the
@@ -76,7 +76,7 @@ def two_teams(
 ) -> tuple[list[Rating], list[Rating]]:
     """The exact posterior for two teams: one truncation factor, one pass, no iteration.
 
-    With d = t_w − t_l ~ N(m, c²), t = m/c and e = eps/c (seed 000 §3.2):
+    With d = t_w − t_l ~ N(m, c²), t = m/c and e = eps/c (seed 000 §3, Table 1 and V, W):
         mu_i'    = mu_i ± w_i·s_i²/c · V(t, e)
         sigma_i'² = s_i²·(1 − w_i²·s_i²/c² · W(t, e)),   s_i² = sigma_i² + tau².
     1 − ratio·W is evaluated as (1 − ratio) + ratio·(1 − W) so upsets keep their digits.

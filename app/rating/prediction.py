@@ -1,6 +1,7 @@
 """What ratings predict about a match before it is played.
 
-Match quality is seed 000 eq. 7 in its general matrix form (seed 003 §2.2):
+Match quality is seed 000 eq. 7 in its general matrix form (Moser 2010, as the trueskill
+package of seed 004 computes it):
 
     q = sqrt(det(β²AᵀA) / det(β²AᵀA + AᵀΣA)) · exp(−½ μᵀA (β²AᵀA + AᵀΣA)⁻¹ Aᵀμ)
 
