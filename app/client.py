@@ -17,7 +17,7 @@ import httpx
 from pydantic import BaseModel
 
 from app.matches.schemas import MatchIn, MatchOut
-from app.modes.schemas import ModeList, ModeOut
+from app.modes.schemas import ModeChanged, ModeList, ModeOut
 from app.players.schemas import PlayerMatches, PlayerOut
 
 T = TypeVar("T", bound=BaseModel)
@@ -87,8 +87,8 @@ class _Calls:
         )
 
     @staticmethod
-    def put_mode(name: str, params: dict[str, Any]) -> _Call[ModeOut]:
-        return _Call("PUT", f"/v1/modes/{name}", ModeOut, json=params)
+    def put_mode(name: str, params: dict[str, Any]) -> _Call[ModeChanged]:
+        return _Call("PUT", f"/v1/modes/{name}", ModeChanged, json=params)
 
     @staticmethod
     def get_mode(name: str) -> _Call[ModeOut]:
@@ -141,7 +141,7 @@ class Client:
     def set_rating(self, player_id: str, mode: str, mu: float, sigma: float) -> PlayerOut:
         return self._run(_Calls.set_rating(player_id, mode, mu, sigma))
 
-    def put_mode(self, name: str, **params: Any) -> ModeOut:
+    def put_mode(self, name: str, **params: Any) -> ModeChanged:
         return self._run(_Calls.put_mode(name, params))
 
     def get_mode(self, name: str) -> ModeOut:
@@ -200,7 +200,7 @@ class AsyncClient:
     async def set_rating(self, player_id: str, mode: str, mu: float, sigma: float) -> PlayerOut:
         return await self._run(_Calls.set_rating(player_id, mode, mu, sigma))
 
-    async def put_mode(self, name: str, **params: Any) -> ModeOut:
+    async def put_mode(self, name: str, **params: Any) -> ModeChanged:
         return await self._run(_Calls.put_mode(name, params))
 
     async def get_mode(self, name: str) -> ModeOut:
