@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -142,7 +139,7 @@ async def mode(api: object) -> str:
     return name
 
 
-def free_port() -> int:
+def _free_port() -> int:
     import socket
 
     with socket.socket() as sock:
@@ -150,9 +147,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_service(port: int, database_url: str, redis_url: str, **env: str) -> subprocess.Popen[bytes]:
-    """A real uvicorn process serving the app on the test database (`env`: more settings)."""
-    return subprocess.Popen(
+@pytest.fixture(scope="session")
+def live_server(app: FastAPI, database_url: str, redis_url: str) -> Iterator[str]:
+    """A real uvicorn process on the test database: for concurrency and client timeouts."""
+    import subprocess
+    import sys
+    import time
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "ADMIN_API_KEY": ADMIN_KEY,
+        "LOG_LEVEL": "WARNING",
+        "DB_POOL_SIZE": "20",
+    }
+    process = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -167,46 +178,23 @@ def start_service(port: int, database_url: str, redis_url: str, **env: str) -> s
             "--log-level",
             "warning",
         ],
-        env={
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "REDIS_URL": redis_url,
-            "ADMIN_API_KEY": ADMIN_KEY,
-            "LOG_LEVEL": "WARNING",
-            **env,
-        },
+        env=env,
     )
-
-
-def wait_ready(process: subprocess.Popen[bytes], base: str) -> None:
+    base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
         try:
             if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return
+                break
         except httpx.HTTPError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             pytest.fail("the live server did not become ready")
         time.sleep(0.2)
-
-
-def stop_service(process: subprocess.Popen[bytes]) -> None:
+    yield base
     process.terminate()
     try:
         process.wait(10)
     except subprocess.TimeoutExpired:
         process.kill()
-        process.wait()
-
-
-@pytest.fixture(scope="session")
-def live_server(app: FastAPI, database_url: str, redis_url: str) -> Iterator[str]:
-    """A real uvicorn process on the test database: for concurrency and client timeouts."""
-    port = free_port()
-    process = start_service(port, database_url, redis_url, DB_POOL_SIZE="20")
-    base = f"http://127.0.0.1:{port}"
-    wait_ready(process, base)
-    yield base
-    stop_service(process)

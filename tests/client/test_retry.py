@@ -4,19 +4,23 @@ real connection errors from a port where the service starts late or restarts. No
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import email.utils
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from app.client import ApiError, AsyncClient, Client, RetryPolicy
 from app.client.retry import retry_after
+from app.queues.schemas import QueueStats
 from tests.client.recording import RecordingAsyncTransport, RecordingTransport, Sent
-from tests.conftest import ADMIN_KEY, free_port, start_service, stop_service, wait_ready
+from tests.conftest import ADMIN_KEY
+from tests.reliability.process import Service, free_port
+from tests.reliability.servers import PrivateRedis
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 # Patient enough for a service that is still starting on a busy machine.
@@ -77,14 +81,10 @@ def test_the_policy_is_bounded_by_sends_and_by_total_wait() -> None:
 
 
 @pytest.fixture(scope="module")
-def limited_server(app: FastAPI, database_url: str, redis_url: str) -> Iterator[str]:
-    """A live service allowing each key one request a second (burst 1); `app` made the admin key."""
-    port = free_port()
-    process = start_service(port, database_url, redis_url, RATE_LIMIT_PER_S="1", RATE_LIMIT_BURST="1")
-    base = f"http://127.0.0.1:{port}"
-    wait_ready(process, base)
-    yield base
-    stop_service(process)
+def limited_server(database_url: str, redis_url: str) -> Iterator[str]:
+    """A live service allowing each key one request a second (burst 1)."""
+    with Service(database_url, redis_url, RATE_LIMIT_PER_S="1", RATE_LIMIT_BURST="1") as service:
+        yield service.base
 
 
 async def spend_the_token(base: str) -> None:
@@ -130,64 +130,101 @@ async def test_a_retry_after_beyond_the_budget_fails_at_once(limited_server: str
     assert outcomes(transport.sent, "GET", "/v1/modes") == [429]  # waiting 1 s would pass 0.5 s
 
 
-# --- connection errors: a port with no service yet, then a service that starts late ---
+# --- 503 from a real outage: the service's Redis down, then back ---
 
 
-def test_connection_errors_are_retried_only_for_calls_safe_to_repeat(
+async def test_a_503_is_retried_after_its_retry_after_until_the_outage_ends(
+    database_url: str, tmp_path: Path
+) -> None:
+    redis = PrivateRedis(tmp_path)
+    redis.start()
+    try:
+        with Service(database_url, redis.url) as service:
+            mode = f"ru-{secrets.token_hex(4)}"
+            transport = RecordingTransport()
+            with Client(service.base, ADMIN_KEY, transport=transport) as api:
+                api.put_mode(mode)
+                redis.stop()
+
+                async def restart_after_the_first_503() -> None:
+                    for _ in range(600):
+                        if 503 in outcomes(transport.sent, "GET", f"/v1/queues/{mode}"):
+                            break
+                        await asyncio.sleep(0.05)
+                    await asyncio.to_thread(redis.start)
+
+                # Both run to their end, whatever happens: no server is started after the test.
+                stats, _ = await asyncio.gather(
+                    asyncio.to_thread(api.queue_stats, mode),
+                    restart_after_the_first_503(),
+                    return_exceptions=True,
+                )
+        sent = outcomes(transport.sent, "GET", f"/v1/queues/{mode}")
+        assert sent[0] == 503 and sent[-1] == 200 and set(sent[:-1]) == {503}
+        assert isinstance(stats, QueueStats) and stats.tickets == 0
+    finally:
+        redis.stop()
+
+
+# --- connection errors: a port with no service, one that starts late, one killed and restarted ---
+
+
+async def test_connection_errors_are_retried_only_for_calls_safe_to_repeat() -> None:
+    base = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    mode = "nowhere"
+    calls = {
+        "enqueue": lambda api: api.create_ticket(mode, {"players": ["p"]}),
+        "matchmake": lambda api: api.matchmake(mode),
+        "match": lambda api: api.post_match(match_body(mode, f"{mode}-1")),
+        "read": lambda api: api.get_mode(mode),
+    }
+    sync_sent, async_sent = RecordingTransport(), RecordingAsyncTransport()
+    with Client(base, ADMIN_KEY, transport=sync_sent, retry=QUICK) as api:
+        for call in calls.values():
+            with pytest.raises(httpx.ConnectError):
+                call(api)
+    async with AsyncClient(base, ADMIN_KEY, transport=async_sent, retry=QUICK) as async_api:
+        for call in calls.values():
+            with pytest.raises(httpx.ConnectError):
+                await call(async_api)
+    for transport in (sync_sent, async_sent):
+        assert outcomes(transport.sent, "POST", f"/v1/queues/{mode}/tickets") == ["ConnectError"]
+        assert outcomes(transport.sent, "POST", f"/v1/queues/{mode}/matchmake") == ["ConnectError"]
+        # Safe to repeat, and bounded by the policy's attempts.
+        assert outcomes(transport.sent, "POST", "/v1/matches") == ["ConnectError"] * 3
+        assert outcomes(transport.sent, "GET", f"/v1/modes/{mode}") == ["ConnectError"] * 3
+
+
+async def test_calls_wait_for_a_service_that_starts_late_or_restarts(
     database_url: str, redis_url: str
 ) -> None:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    service = Service(database_url, redis_url)
     mode = f"ce-{secrets.token_hex(4)}"
-    transport = RecordingTransport()
-    with Client(base, ADMIN_KEY, transport=transport, retry=QUICK) as api:
-        with pytest.raises(httpx.ConnectError):
-            api.create_ticket(mode, {"players": ["p"]})
-        with pytest.raises(httpx.ConnectError):
-            api.matchmake(mode)
-        with pytest.raises(httpx.ConnectError):
-            api.post_match(match_body(mode, f"{mode}-1"))
-        with pytest.raises(httpx.ConnectError):
-            api.get_mode(mode)
-    assert outcomes(transport.sent, "POST", f"/v1/queues/{mode}/tickets") == ["ConnectError"]
-    assert outcomes(transport.sent, "POST", f"/v1/queues/{mode}/matchmake") == ["ConnectError"]
-    assert outcomes(transport.sent, "POST", "/v1/matches") == ["ConnectError"] * 3  # bounded by attempts
-    assert outcomes(transport.sent, "GET", f"/v1/modes/{mode}") == ["ConnectError"] * 3
-
-    process = start_service(port, database_url, redis_url)  # binds its port only once ready
+    sync_sent, async_sent = RecordingTransport(), RecordingAsyncTransport()
+    starting: asyncio.Task[Service] | None = None
     try:
-        transport = RecordingTransport()
-        with Client(base, ADMIN_KEY, transport=transport, retry=PATIENT) as api:
-            created = api.put_mode(mode)
-            posted = api.post_match(match_body(mode, f"{mode}-1"))
-        sent = outcomes(transport.sent, "PUT", f"/v1/modes/{mode}")
-        assert sent[0] == "ConnectError" and sent[-1] == 200 and set(sent[:-1]) == {"ConnectError"}
-        assert created.name == mode and posted.created is True
-    finally:
-        stop_service(process)
-
-
-async def test_a_match_posted_while_the_service_restarts_is_applied_once(
-    app: FastAPI, database_url: str, redis_url: str
-) -> None:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    mode = f"rs-{secrets.token_hex(4)}"
-    process = start_service(port, database_url, redis_url)
-    wait_ready(process, base)
-    async with AsyncClient(base, ADMIN_KEY) as api:
-        await api.put_mode(mode)
-    stop_service(process)
-    process = start_service(port, database_url, redis_url)
-    try:
-        transport = RecordingAsyncTransport()
-        async with AsyncClient(base, ADMIN_KEY, transport=transport, retry=PATIENT) as api:
+        # Started late: the first sends find nothing on the port.
+        starting = asyncio.create_task(asyncio.to_thread(service.start))
+        with Client(service.base, ADMIN_KEY, transport=sync_sent, retry=PATIENT) as api:
+            created = await asyncio.to_thread(api.put_mode, mode)
+        await starting
+        starting = None
+        # Killed (kill -9), then started again on the same port while a match is being posted.
+        service.kill()
+        starting = asyncio.create_task(asyncio.to_thread(service.start))
+        async with AsyncClient(service.base, ADMIN_KEY, transport=async_sent, retry=PATIENT) as api:
             first = await api.post_match(match_body(mode, f"{mode}-1"))
             again = await api.post_match(match_body(mode, f"{mode}-1"))
             player = await api.get_player(f"{mode}-1-a")
-        sent = outcomes(transport.sent, "POST", "/v1/matches")
-        assert sent[0] == "ConnectError" and sent[-2:] == [201, 200]
-        assert (first.created, again.created) == (True, False)
-        assert [r.matches for r in player.ratings] == [1]
     finally:
-        stop_service(process)
+        if starting is not None:  # let a start under way finish, so that stop() stops it
+            with contextlib.suppress(Exception):
+                await starting
+        service.stop()
+    put = outcomes(sync_sent.sent, "PUT", f"/v1/modes/{mode}")
+    assert put[0] == "ConnectError" and put[-1] == 200 and set(put[:-1]) == {"ConnectError"}
+    assert created.name == mode
+    posted = outcomes(async_sent.sent, "POST", "/v1/matches")
+    assert posted[0] == "ConnectError" and posted[-2:] == [201, 200] and set(posted[:-2]) == {"ConnectError"}
+    assert (first.created, again.created) == (True, False)
+    assert [r.matches for r in player.ratings] == [1]  # applied once
