@@ -119,7 +119,7 @@ class Problem(BaseModel):
     """RFC 9457 problem details: every error the API answers."""
 
     type: str = "about:blank"
-    title: str
+    title: str = Field(description="the status's name, the same for every answer of that status (RFC 9110)")
     status: int
     detail: str
     instance: str | None = None
