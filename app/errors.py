@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
+
+# The one source of problem titles. RFC 9110 names (§15): Python 3.11's http.HTTPStatus
+# still says "Unprocessable Entity" and "Request Entity Too Large", so every status the
+# service answers is spelled here, and nothing else picks a title.
+TITLES: dict[int, str] = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Content Too Large",
+    414: "URI Too Long",
+    415: "Unsupported Media Type",
+    416: "Range Not Satisfiable",
+    422: "Unprocessable Content",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+def title_of(status: int) -> str:
+    """The problem title of an HTTP status (the table, else the standard reason phrase)."""
+    title = TITLES.get(status)
+    if title is not None:
+        return title
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
 
 
 class AppError(Exception):
-    """An error a client can act on: status, a short title and a detail sentence."""
+    """An error a client can act on: a status (whose title is `TITLES`'s) and a detail sentence."""
 
     status = 500
-    title = "Internal Server Error"
 
     def __init__(
         self,
@@ -23,48 +56,52 @@ class AppError(Exception):
         self.headers = headers or {}
         self.errors = errors
 
+    @property
+    def title(self) -> str:
+        return title_of(self.status)
+
 
 class BadRequest(AppError):
-    status, title = 400, "Bad Request"
+    status = 400
 
 
 class Unauthorized(AppError):
-    status, title = 401, "Unauthorized"
+    status = 401
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail, headers={"WWW-Authenticate": "Bearer"})
 
 
 class Forbidden(AppError):
-    status, title = 403, "Forbidden"
+    status = 403
 
 
 class NotFound(AppError):
-    status, title = 404, "Not Found"
+    status = 404
 
 
 class Conflict(AppError):
-    status, title = 409, "Conflict"
+    status = 409
 
 
 class PayloadTooLarge(AppError):
-    status, title = 413, "Content Too Large"
+    status = 413
 
 
 class UnsupportedMediaType(AppError):
-    status, title = 415, "Unsupported Media Type"
+    status = 415
 
 
 class ValidationFailed(AppError):
-    status, title = 422, "Unprocessable Content"
+    status = 422
 
 
 class TooManyRequests(AppError):
-    status, title = 429, "Too Many Requests"
+    status = 429
 
 
 class ServiceUnavailable(AppError):
-    status, title = 503, "Service Unavailable"
+    status = 503
 
     def __init__(self, detail: str, retry_after: int = 2) -> None:
         super().__init__(detail, headers={"Retry-After": str(retry_after)})

@@ -1,15 +1,19 @@
-"""History jobs (admin): replay a mode, or smooth it with TrueSkill Through Time."""
+"""History jobs: admin submits a replay or a smooth of a mode; read scope follows them."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Request, Response, status
 
-from app.api.deps import AdminKey, SessionDep
+from app.api.deps import AdminKey, ReadKey, SessionDep
 from app.ids import Identifier
 from app.jobs import service
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
 
 router = APIRouter(tags=["jobs"])
+
+LOCATION = {
+    "Location": {"description": "The job's URL (GET it to follow the job)", "schema": {"type": "string"}}
+}
 
 
 @router.post(
@@ -17,16 +21,25 @@ router = APIRouter(tags=["jobs"])
     operation_id="submit_job",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=JobAccepted,
+    responses={202: {"headers": LOCATION}},
 )
-async def submit_job(mode: Identifier, body: JobIn, session: SessionDep, _: AdminKey) -> JobAccepted:
+async def submit_job(
+    mode: Identifier, body: JobIn, request: Request, response: Response, session: SessionDep, _: AdminKey
+) -> JobAccepted:
     """Queue a job over the mode's history. `replay` re-rates every non-void match in
     played_at order with the mode's current parameters (players start at their seeded
     rating or the prior); `smooth` runs TrueSkill Through Time and stores learning curves.
-    Either swaps its results in with one transaction, or leaves everything as it was."""
-    return await service.submit(session, mode, body)
+    Either swaps its results in with one transaction, or leaves everything as it was.
+    The answer's Location is the job's URL."""
+    accepted = await service.submit(session, mode, body)
+    # A relative reference (RFC 9110 §10.2.2): right behind any proxy, whatever Host it rewrote.
+    path = request.app.url_path_for("get_job", job_id=accepted.job_id)
+    response.headers["Location"] = request.scope.get("root_path", "") + str(path)
+    return accepted
 
 
 @router.get("/v1/jobs/{job_id}", operation_id="get_job", response_model=JobOut)
-async def get_job(job_id: Identifier, session: SessionDep, _: AdminKey) -> JobOut:
-    """A job's status, progress (0..1), and result or failure reason."""
+async def get_job(job_id: Identifier, session: SessionDep, _: ReadKey) -> JobOut:
+    """A job's status, progress (0..1), and result or failure reason (read scope: jobs are
+    ops data)."""
     return await service.get(session, job_id)

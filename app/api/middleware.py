@@ -7,13 +7,13 @@ import logging
 import re
 import time
 import uuid
-from http import HTTPStatus
 from typing import Any
 
 from prometheus_client import Counter, Histogram
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.errors import title_of
 from app.logs import request_id
 
 log = logging.getLogger("app.access")
@@ -252,7 +252,7 @@ async def _problem(scope: Scope, send: Send, status: int, detail: str) -> None:
     body = json.dumps(
         {
             "type": "about:blank",
-            "title": HTTPStatus(status).phrase,
+            "title": title_of(status),
             "status": status,
             "detail": detail,
             "instance": scope["path"],

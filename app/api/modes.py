@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from app.api.deps import AdminKey, ReadKey, SessionDep
 from app.ids import Identifier
 from app.modes import service
-from app.modes.schemas import ModeList, ModeOut, ModeUpdate
+from app.modes.schemas import ModeChanged, ModeList, ModeOut, ModeUpdate
 
 router = APIRouter(prefix="/v1/modes", tags=["modes"])
 
@@ -24,10 +24,13 @@ async def get_mode(mode: Identifier, session: SessionDep, _: ReadKey) -> ModeOut
     return ModeOut.of(await service.get_mode(session, mode))
 
 
-@router.put("/{mode}", operation_id="put_mode", response_model=ModeOut)
-async def put_mode(mode: Identifier, body: ModeUpdate, session: SessionDep, _: AdminKey) -> ModeOut:
+@router.put("/{mode}", operation_id="put_mode", response_model=ModeChanged)
+async def put_mode(mode: Identifier, body: ModeUpdate, session: SessionDep, _: AdminKey) -> ModeChanged:
     """Create or change a mode. On creation, omitted fields take the TrueSkill defaults
     (beta = sigma/2, tau = sigma/100); on change, omitted fields keep their values.
-    Changing rating parameters does not rewrite existing ratings: a replay job does. A new
-    conservative_k or min_matches_for_leaderboard applies to the leaderboard at once."""
-    return ModeOut.of(await service.put_mode(session, mode, body))
+    Changing rating parameters does not rewrite existing ratings: a replay job does, and the
+    answer says `replay_recommended` when the mode has matches. A new conservative_k or
+    min_matches_for_leaderboard applies to the leaderboard at once. 422 when quality_floor
+    would exceed quality_start."""
+    change = await service.put_mode(session, mode, body)
+    return ModeChanged.of(change.mode, replay_recommended=change.replay_recommended)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from http import HTTPStatus
 from typing import Any
 
 import psycopg
@@ -15,7 +14,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.errors import AppError
+from app.errors import AppError, title_of
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +26,12 @@ def problem(
     detail: str,
     request: Request | None = None,
     *,
-    title: str | None = None,
     headers: dict[str, str] | None = None,
     errors: list[dict[str, Any]] | None = None,
 ) -> JSONResponse:
     body: dict[str, Any] = {
         "type": "about:blank",
-        "title": title or HTTPStatus(status).phrase,
+        "title": title_of(status),
         "status": status,
         "detail": detail,
         "instance": request.url.path if request is not None else None,
@@ -68,9 +66,7 @@ def _clean_errors(errors: Any) -> list[dict[str, Any]]:
 def install(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def app_error(request: Request, exc: AppError) -> JSONResponse:
-        return problem(
-            exc.status, exc.detail, request, title=exc.title, headers=exc.headers, errors=exc.errors
-        )
+        return problem(exc.status, exc.detail, request, headers=exc.headers, errors=exc.errors)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -82,7 +78,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        detail: str = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+        detail: str = exc.detail if isinstance(exc.detail, str) else title_of(exc.status_code)
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"no route {request.method} {request.url.path}"
         return problem(exc.status_code, detail, request, headers=getattr(exc, "headers", None))
@@ -123,7 +119,7 @@ class Problem(BaseModel):
     """RFC 9457 problem details: every error the API answers."""
 
     type: str = "about:blank"
-    title: str
+    title: str = Field(description="the status's name, the same for every answer of that status (RFC 9110)")
     status: int
     detail: str
     instance: str | None = None

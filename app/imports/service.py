@@ -98,7 +98,7 @@ async def import_file(
             await unbounded(session)
             existing = await modes.find_mode(session, mode)
             created = existing is None
-            row = existing or await modes.put_mode(session, mode, ModeUpdate())
+            row = existing or (await modes.put_mode(session, mode, ModeUpdate())).mode
             weighted = row.team_performance == "weighted"
             # In chunks: every taken match id is found (and reported) before anything is kept.
             for start in range(0, len(read.matches), CHUNK):

@@ -10,6 +10,7 @@ from app.leaderboards import repository
 from app.leaderboards.repository import Row
 from app.leaderboards.schemas import Entry, LeaderboardPage, Standing
 from app.matches.schemas import RatingOut
+from app.modes import service as modes
 
 
 def _entry(rank: int, row: Row) -> Entry:
@@ -33,7 +34,7 @@ def _decode(cursor: str) -> tuple[float, str, int]:
 async def _min_matches(session: AsyncSession, mode: str) -> int:
     least = await repository.min_matches(session, mode)
     if least is None:
-        raise NotFound(f"no mode {mode!r}")
+        raise modes.unknown_mode(mode)
     return least
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Mode
+from app.db.models import Match, Mode
 
 
 async def get(session: AsyncSession, name: str) -> Mode | None:
@@ -31,3 +31,8 @@ async def upsert(session: AsyncSession, name: str, values: dict[str, Any]) -> Mo
     mode = await get(session, name)
     assert mode is not None
     return mode
+
+
+async def has_matches(session: AsyncSession, name: str) -> bool:
+    """Whether any match (rated, imported or void) was recorded in the mode."""
+    return bool(await session.scalar(select(exists().where(Match.mode == name))))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -91,10 +92,26 @@ class ModeOut(BaseModel):
     updated_at: dt.datetime
 
     @classmethod
-    def of(cls, mode: object) -> ModeOut:
+    def of(cls, mode: object, **extra: object) -> Self:
         settings = {**SETTINGS_DEFAULTS, **(getattr(mode, "settings", None) or {})}
-        fields = {name: getattr(mode, name) for name in cls.model_fields if name not in SETTINGS_DEFAULTS}
-        return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS})
+        fields = {
+            name: getattr(mode, name)
+            for name in cls.model_fields
+            if name not in SETTINGS_DEFAULTS and name not in extra
+        }
+        return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS}, **extra)
+
+
+class ModeChanged(ModeOut):
+    """The mode as written by a PUT."""
+
+    replay_recommended: bool = Field(
+        description="true when this change altered a rating parameter (mu, sigma, beta, tau, "
+        "draw_probability, tie_model, team_performance, size_penalty_c0, size_penalty_c1, "
+        "roster_cap) of a mode that already has matches: stored ratings keep the old "
+        'parameters until a replay job (POST /v1/modes/{mode}/jobs {"kind": "replay"}) '
+        "re-rates the history"
+    )
 
 
 class ModeList(BaseModel):

@@ -34,6 +34,35 @@ class ModeRules:
 
 _cache: dict[str, tuple[float, ModeRules]] = {}
 
+# What a match's rating depends on: a change to one of these makes the stored ratings
+# differ from what a replay would compute. conservative_k and min_matches_for_leaderboard
+# only order the leaderboard (recounted at once); the queue settings rate nothing.
+RATING_PARAMETERS = (
+    "mu",
+    "sigma",
+    "beta",
+    "tau",
+    "draw_probability",
+    "tie_model",
+    "team_performance",
+    "size_penalty_c0",
+    "size_penalty_c1",
+    "roster_cap",
+)
+
+
+def unknown_mode(name: str) -> NotFound:
+    """The 404 of a mode that does not exist, saying how to make it."""
+    return NotFound(f"mode {name!r} does not exist; create it with PUT /v1/modes/{name} (admin)")
+
+
+@dataclass(frozen=True, slots=True)
+class ModeChange:
+    """A mode as written, and whether its stored ratings now call for a replay job."""
+
+    mode: Mode
+    replay_recommended: bool
+
 
 def environment(
     mu: float,
@@ -85,7 +114,7 @@ async def resolve(session: AsyncSession, name: str) -> ModeRules:
         return hit[1]
     mode = await repository.get(session, name)
     if mode is None:
-        raise NotFound(f"no mode {name!r}")
+        raise unknown_mode(name)
     rules = rules_of(mode)
     _cache[name] = (now + CACHE_SECONDS, rules)
     return rules
@@ -98,7 +127,7 @@ async def find_mode(session: AsyncSession, name: str) -> Mode | None:
 async def get_mode(session: AsyncSession, name: str) -> Mode:
     mode = await repository.get(session, name)
     if mode is None:
-        raise NotFound(f"no mode {name!r}")
+        raise unknown_mode(name)
     return mode
 
 
@@ -106,13 +135,33 @@ async def list_modes(session: AsyncSession) -> list[Mode]:
     return await repository.list_all(session)
 
 
-async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode:
+def _rating_parameters(mode: Mode) -> dict[str, object]:
+    settings = {**SETTINGS_DEFAULTS, **(mode.settings or {})}
+    return {key: settings[key] if key in settings else getattr(mode, key) for key in RATING_PARAMETERS}
+
+
+def _check_relaxation(settings: dict[str, float]) -> None:
+    """The queue relaxes from quality_start down to quality_floor, never up."""
+    start, floor = settings["quality_start"], settings["quality_floor"]
+    if floor > start:
+        msg = f"quality_floor ({floor}) must not exceed quality_start ({start})"
+        raise ValidationFailed(
+            msg,
+            errors=[
+                {"loc": ["body", "quality_floor"], "msg": msg, "type": "value_error"},
+                {"loc": ["body", "quality_start"], "msg": msg, "type": "value_error"},
+            ],
+        )
+
+
+async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> ModeChange:
     values = update.model_dump(exclude_none=True)
     current = await repository.get(session, name)
     extra = {key: values.pop(key) for key in SETTINGS_DEFAULTS if key in values}
     settings = (current.settings if current is not None else None) or {}
     if extra:
         settings = values["settings"] = {**settings, **extra}
+    _check_relaxation({**SETTINGS_DEFAULTS, **settings})
     merged = {
         key: values.get(key, getattr(current, key) if current is not None else None)
         for key in ("mu", "sigma", "beta", "tau", "draw_probability", "tie_model", "team_performance")
@@ -137,6 +186,8 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
         values.setdefault("tau", sigma / 100.0)
         # Leaderboard count buckets: a few hundred across a typical spread of skills.
         values["leaderboard_bucket_width"] = sigma / 64.0
+    # Read before the upsert: it refreshes `current` in place.
+    before = _rating_parameters(current) if current is not None else None
     rescore = (
         current is not None and values.get("conservative_k", current.conservative_k) != current.conservative_k
     )
@@ -152,4 +203,6 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     if recount:
         await leaderboards.recount(session, name, rescore=rescore)
     _cache.pop(name, None)
-    return mode
+    # Stored ratings were computed with the old parameters; only a replay recomputes them.
+    changed = before is not None and before != _rating_parameters(mode)
+    return ModeChange(mode, changed and await repository.has_matches(session, name))

@@ -41,7 +41,7 @@ NEEDS = {
     "get_leaderboard": "read",
     "get_leaderboard_standing": "read",
     "submit_job": "admin",
-    "get_job": "admin",
+    "get_job": "read",
 }
 OPEN = {"healthz", "readyz", "metrics"}
 SCOPES = ("read", "results:write", "matchmaking", "admin")

@@ -7,7 +7,7 @@ import secrets
 import httpx
 import pytest
 
-from app.client import ApiError, AsyncClient
+from app.client import AsyncClient
 
 
 async def test_default_mode_exists_on_a_fresh_install(api: AsyncClient) -> None:
@@ -51,7 +51,92 @@ async def test_mode_names_follow_the_id_pattern(
     assert (await client.put("/v1/modes/has%20space", json={}, headers=admin_headers)).status_code == 422
 
 
-async def test_unknown_mode_is_404(api: AsyncClient) -> None:
-    with pytest.raises(ApiError) as caught:
-        await api.get_mode("never-made")
-    assert caught.value.status == 404
+async def test_unknown_mode_is_404_saying_how_to_create_it(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    match = {
+        "match_id": "nm-1",
+        "mode": "never-made",
+        "teams": [{"players": [{"id": "a"}], "rank": 1}, {"players": [{"id": "b"}], "rank": 2}],
+    }
+    answers = [
+        await client.get("/v1/modes/never-made", headers=admin_headers),
+        await client.post("/v1/matches", json=match, headers=admin_headers),
+        await client.post("/v1/queues/never-made/tickets", json={"players": ["a"]}, headers=admin_headers),
+        await client.get("/v1/leaderboards/never-made", headers=admin_headers),
+        await client.post("/v1/modes/never-made/jobs", json={"kind": "replay"}, headers=admin_headers),
+    ]
+    for answer in answers:
+        assert answer.status_code == 404, answer.request.url
+        assert answer.json()["detail"] == (
+            "mode 'never-made' does not exist; create it with PUT /v1/modes/never-made (admin)"
+        )
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        ({}, {"quality_floor": 0.5}),  # above the default start, 0.4
+        ({"quality_floor": 0.3}, {"quality_start": 0.2}),
+        ({}, {"quality_start": 0.2, "quality_floor": 0.3}),
+    ],
+)
+async def test_a_floor_above_the_start_is_422_naming_both(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], first: dict[str, float], then: dict[str, float]
+) -> None:
+    name = f"floor-{secrets.token_hex(3)}"
+    assert (await client.put(f"/v1/modes/{name}", json=first, headers=admin_headers)).status_code == 200
+    refused = await client.put(f"/v1/modes/{name}", json=then, headers=admin_headers)
+    assert refused.status_code == 422
+    problem = refused.json()
+    assert "quality_floor" in problem["detail"] and "quality_start" in problem["detail"]
+    assert [error["loc"] for error in problem["errors"]] == [
+        ["body", "quality_floor"],
+        ["body", "quality_start"],
+    ]
+    kept = (await client.get(f"/v1/modes/{name}", headers=admin_headers)).json()
+    assert kept["quality_floor"] <= kept["quality_start"]
+    assert kept["quality_floor"] == first.get("quality_floor", 0.05)
+
+
+async def test_a_floor_equal_to_the_start_is_accepted(api: AsyncClient) -> None:
+    flat = await api.put_mode(f"flat-{secrets.token_hex(3)}", quality_start=0.3, quality_floor=0.3)
+    assert (flat.quality_start, flat.quality_floor) == (0.3, 0.3)
+
+
+async def test_replay_is_recommended_when_a_rating_parameter_changes_under_matches(api: AsyncClient) -> None:
+    name = f"rp-{secrets.token_hex(3)}"
+    assert (await api.put_mode(name)).replay_recommended is False  # created
+    assert (await api.put_mode(name, beta=5.0)).replay_recommended is False  # no matches yet
+    await api.post_match(
+        {
+            "match_id": f"{name}-1",
+            "mode": name,
+            "teams": [
+                {"players": [{"id": f"{name}-a"}], "rank": 1},
+                {"players": [{"id": f"{name}-b"}], "rank": 2},
+            ],
+        }
+    )
+    unchanged = {
+        "same beta": {"beta": 5.0},
+        "leaderboard only": {"conservative_k": 2.0, "min_matches_for_leaderboard": 3},
+        "queue only": {"teams": 3, "quality_start": 0.5, "relax_seconds": 5.0, "ticket_ttl_seconds": 60.0},
+    }
+    for why, params in unchanged.items():
+        assert (await api.put_mode(name, **params)).replay_recommended is False, why
+    changed = {
+        "beta": {"beta": 6.0},
+        "mu": {"mu": 30.0},
+        "sigma": {"sigma": 9.0},
+        "tau": {"tau": 0.2},
+        "draw probability": {"draw_probability": 0.2},
+        "tie model": {"tie_model": "tie-layer"},
+        "team performance": {"team_performance": "mean"},
+        "size penalty": {"size_penalty_c1": 0.5},
+        "roster cap": {"roster_cap": 7},
+    }
+    for why, params in changed.items():
+        assert (await api.put_mode(name, **params)).replay_recommended is True, why
+    # The read answers carry no such flag: it describes a change, not a mode.
+    assert "replay_recommended" not in (await api.get_mode(name)).model_dump()

@@ -106,7 +106,7 @@ async def test_leaderboard_pages_follow_the_api_order(
     assert 'id="next-page"' not in second.text and 'id="first-page"' in second.text
 
     missing = await client.get("/ui/modes/no-such-mode", headers=admin_headers)
-    assert missing.status_code == 404 and "no mode" in missing.text
+    assert missing.status_code == 404 and "does not exist" in missing.text
     bad_cursor = await client.get(f"/ui/modes/{mode}?cursor=zzz", headers=admin_headers)
     assert bad_cursor.status_code == 422 and "<html" in bad_cursor.text and "cursor" in bad_cursor.text
 

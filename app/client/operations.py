@@ -1,0 +1,217 @@
+"""Every operation of the HTTP API, described once for both clients.
+
+Each method builds the request of one route of openapi/openapi.json (its decorator names the
+route); `Client` sends it and returns the decoded answer, `AsyncClient` returns an awaitable
+of it. Errors raise ApiError carrying the problem+json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import httpx
+
+from app.auth.schemas import KeyCreated, KeyInfo, KeyList
+from app.client.calls import Request, body, model, no_content, operation
+from app.jobs.schemas import JobAccepted, JobOut
+from app.leaderboards.schemas import LeaderboardPage, Standing
+from app.lobbies.schemas import BalanceIn, BalanceOut, EvaluateIn, EvaluateOut
+from app.matches.schemas import MatchIn, MatchOut
+from app.modes.schemas import ModeChanged, ModeList, ModeOut
+from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut
+from app.queues.schemas import (
+    MatchmakeOut,
+    QueueStats,
+    TicketBatchOut,
+    TicketCreated,
+    TicketIn,
+    TicketOut,
+)
+
+
+def _modes(response: httpx.Response) -> list[ModeOut]:
+    return ModeList.model_validate_json(response.content).modes
+
+
+def _keys(response: httpx.Response) -> list[KeyInfo]:
+    return KeyList.model_validate_json(response.content).keys
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    found: dict[str, Any] = response.json()
+    return found
+
+
+def _text(response: httpx.Response) -> str:
+    return response.text
+
+
+class Operations:
+    """The API's operations; Client and AsyncClient inherit them."""
+
+    # --- matches (results:write posts, read reads, admin voids) ---
+
+    # Repeatable: the service applies each match_id once and answers a repeat with 200 and
+    # the stored result, so a post whose answer was lost is safe to send again.
+    @operation("POST", "/v1/matches", model(MatchOut), repeatable=True)
+    def post_match(self, match: MatchIn | dict[str, Any]) -> Request:
+        """Rate a finished match, exactly once per match_id (`created` is false on a repeat)."""
+        return Request(json=body(match))
+
+    @operation("GET", "/v1/matches/{match_id}", model(MatchOut))
+    def get_match(self, match_id: str) -> Request:
+        """The stored result of a match."""
+        return Request({"match_id": match_id})
+
+    # Repeatable: voiding a void match answers as the first void did.
+    @operation("POST", "/v1/matches/{match_id}/void", model(MatchOut), repeatable=True)
+    def void_match(self, match_id: str) -> Request:
+        """Mark a match void (admin); the next replay job corrects the ratings."""
+        return Request({"match_id": match_id})
+
+    # --- players (read; rating overrides are admin) ---
+
+    @operation("GET", "/v1/players/{player_id}", model(PlayerOut))
+    def get_player(self, player_id: str) -> Request:
+        """A player's rating and counters in every mode."""
+        return Request({"player_id": player_id})
+
+    @operation("GET", "/v1/players/{player_id}/matches", model(PlayerMatches))
+    def player_matches(
+        self, player_id: str, mode: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> Request:
+        """The player's matches, most recent first; pass `next_cursor` back for the next page."""
+        return Request({"player_id": player_id}, {"mode": mode, "limit": limit, "cursor": cursor})
+
+    @operation("GET", "/v1/players/{player_id}/learning-curve", model(LearningCurve))
+    def get_learning_curve(self, player_id: str, mode: str = "default") -> Request:
+        """Online ratings after each match, and the last smooth job's curve."""
+        return Request({"player_id": player_id}, {"mode": mode})
+
+    @operation("PUT", "/v1/players/{player_id}/ratings/{mode}", model(PlayerOut))
+    def set_rating(self, player_id: str, mode: str, mu: float, sigma: float) -> Request:
+        """Seed or override a rating (admin)."""
+        return Request({"player_id": player_id, "mode": mode}, json={"mu": mu, "sigma": sigma})
+
+    # --- modes (read; writes are admin) ---
+
+    @operation("GET", "/v1/modes", _modes)
+    def list_modes(self) -> Request:
+        """Every mode with its parameters."""
+        return Request()
+
+    @operation("GET", "/v1/modes/{mode}", model(ModeOut))
+    def get_mode(self, name: str) -> Request:
+        """One mode."""
+        return Request({"mode": name})
+
+    @operation("PUT", "/v1/modes/{mode}", model(ModeChanged))
+    def put_mode(self, /, name: str, **params: Any) -> Request:
+        """Create a mode or change some of its parameters (admin); `replay_recommended` says
+        when stored ratings now differ from what the parameters would give."""
+        return Request({"mode": name}, json=params)
+
+    # --- lobbies (matchmaking); pure computations, so repeatable ---
+
+    @operation("POST", "/v1/lobbies/evaluate", model(EvaluateOut), repeatable=True)
+    def evaluate_lobby(self, lobby: EvaluateIn | dict[str, Any]) -> Request:
+        """Draw quality and win probabilities of a proposed lobby."""
+        return Request(json=body(lobby))
+
+    @operation("POST", "/v1/lobbies/balance", model(BalanceOut), repeatable=True)
+    def balance_lobby(self, lobby: BalanceIn | dict[str, Any]) -> Request:
+        """The fairest split of players into teams, parties kept together."""
+        return Request(json=body(lobby))
+
+    # --- the matchmaking queue (matchmaking) ---
+    # Enqueueing and matchmaking are not repeatable: a lost answer may hide a queued ticket
+    # or claimed matches, which a second send would not return.
+
+    @operation("POST", "/v1/queues/{mode}/tickets", model(TicketCreated), repeatable=False)
+    def create_ticket(self, mode: str, ticket: TicketIn | dict[str, Any]) -> Request:
+        """Queue a player or a party (409 while one of them holds an active ticket)."""
+        return Request({"mode": mode}, json=body(ticket))
+
+    @operation("POST", "/v1/queues/{mode}/tickets/batch", model(TicketBatchOut), repeatable=False)
+    def create_tickets(self, mode: str, tickets: Iterable[TicketIn | dict[str, Any]]) -> Request:
+        """Queue up to 1,000 tickets; each has its own outcome (queued or rejected)."""
+        return Request({"mode": mode}, json={"tickets": [body(ticket) for ticket in tickets]})
+
+    @operation("GET", "/v1/queues/{mode}/tickets/{ticket_id}", model(TicketOut))
+    def get_ticket(self, mode: str, ticket_id: str) -> Request:
+        """A ticket's status and, once matched, its match."""
+        return Request({"mode": mode, "ticket_id": ticket_id})
+
+    @operation("DELETE", "/v1/queues/{mode}/tickets/{ticket_id}", no_content)
+    def cancel_ticket(self, mode: str, ticket_id: str) -> Request:
+        """Leave the queue (409 once matched)."""
+        return Request({"mode": mode, "ticket_id": ticket_id})
+
+    @operation("POST", "/v1/queues/{mode}/matchmake", model(MatchmakeOut), repeatable=False)
+    def matchmake(self, mode: str, max_matches: int = 10) -> Request:
+        """Form and claim up to `max_matches` matches, best draw quality first."""
+        return Request({"mode": mode}, json={"max_matches": max_matches})
+
+    @operation("GET", "/v1/queues/{mode}", model(QueueStats))
+    def queue_stats(self, mode: str) -> Request:
+        """Waiting tickets and players, and the longest wait."""
+        return Request({"mode": mode})
+
+    # --- leaderboards (read) ---
+
+    @operation("GET", "/v1/leaderboards/{mode}", model(LeaderboardPage))
+    def get_leaderboard(self, mode: str, limit: int = 50, cursor: str | None = None) -> Request:
+        """A page of the leaderboard; pass `next_cursor` back for the next page."""
+        return Request({"mode": mode}, {"limit": limit, "cursor": cursor})
+
+    @operation("GET", "/v1/leaderboards/{mode}/players/{player_id}", model(Standing))
+    def get_leaderboard_standing(self, mode: str, player_id: str, around: int = 5) -> Request:
+        """A player's exact rank, percentile and `around` neighbours each side."""
+        return Request({"mode": mode, "player_id": player_id}, {"around": around})
+
+    # --- history jobs (admin submits, read follows) ---
+
+    @operation("POST", "/v1/modes/{mode}/jobs", model(JobAccepted), repeatable=False)
+    def submit_job(self, /, mode: str, kind: str = "replay", **options: Any) -> Request:
+        """Queue a `replay` or a `smooth` job (options: gamma, sigma, iterations, epsilon)."""
+        return Request({"mode": mode}, json={"kind": kind, **options})
+
+    @operation("GET", "/v1/jobs/{job_id}", model(JobOut))
+    def get_job(self, job_id: str) -> Request:
+        """A job's status, progress and result or failure."""
+        return Request({"job_id": job_id})
+
+    # --- API keys (admin) ---
+
+    @operation("POST", "/v1/keys", model(KeyCreated), repeatable=False)
+    def create_key(self, name: str, scopes: Sequence[str]) -> Request:
+        """A new key; its secret is in this answer only."""
+        return Request(json={"name": name, "scopes": list(scopes)})
+
+    @operation("GET", "/v1/keys", _keys)
+    def list_keys(self) -> Request:
+        """Every key, without secrets."""
+        return Request()
+
+    @operation("DELETE", "/v1/keys/{key_id}", no_content)
+    def revoke_key(self, key_id: str) -> Request:
+        """Revoke a key; it stops working at once."""
+        return Request({"key_id": key_id})
+
+    # --- operations (no key needed) ---
+
+    @operation("GET", "/healthz", _json)
+    def healthz(self) -> Request:
+        """200 while the process lives."""
+        return Request()
+
+    @operation("GET", "/readyz", _json)
+    def readyz(self) -> Request:
+        """PostgreSQL and Redis both answer (ApiError 503 naming the one that does not)."""
+        return Request()
+
+    @operation("GET", "/metrics", _text)
+    def metrics(self) -> Request:
+        """The Prometheus text exposition."""
+        return Request()
