@@ -347,8 +347,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
     try:
         return run(args)
     except Abort as exc:
-        line = str(exc) if str(exc).startswith("configuration error") else f"error: {exc}"
-        print(f"{prog}: {line}", file=sys.stderr)
+        print(str(exc) if str(exc).startswith("configuration error") else f"error: {exc}", file=sys.stderr)
         return exc.status
     except Terminated:
         return 0
@@ -357,7 +356,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
     except Exception as exc:
         if debugging():
             raise
-        print(f"{prog}: error: {describe_failure(exc)}", file=sys.stderr)
+        print(f"error: {describe_failure(exc)}", file=sys.stderr)
         return FAILURE
 
 

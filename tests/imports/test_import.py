@@ -148,7 +148,7 @@ async def test_bad_rows_are_named_by_line_and_nothing_is_written(
     assert result.returncode == 1
     # One line on stderr (after the one naming the database), the rows separated by "; ".
     out = result.stderr.strip().splitlines()[-1]
-    assert out.startswith("python -m app: error: nothing was imported: line 3:")
+    assert out.startswith("error: nothing was imported: line 3:")
     rows = re.split(r"[;:] (?=line \d+:)", out)
     for line, words in ((3, "2021-13-01"), (4, "appears twice"), (5, "should match pattern"), (6, "future")):
         assert any(row.startswith(f"line {line}:") and words in row for row in rows), (line, out)
