@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import FrameType
 from typing import Any, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -165,19 +166,40 @@ def _terminate(number: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
+@contextlib.contextmanager
+def embedded_servers(settings: Settings, owner: bool = False) -> Iterator[EmbeddedServers]:
+    """The embedded servers of DATA_DIR for one command, stopped on the way out as far as this
+    process is responsible for them (app/infra/embedded.py)."""
+    embedded = EmbeddedServers(settings.data_dir, owner=owner)
+    try:
+        yield embedded
+    finally:
+        # A second Ctrl-C or SIGTERM must not cut the servers' shutdown short.
+        previous = {
+            number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            embedded.stop()
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+
 def serve(settings: Settings) -> None:
     import uvicorn
 
     from app import logs, workers
 
     logs.configure(settings.log_format, settings.log_level)
-    # While it serves, uvicorn handles SIGTERM itself; once it has shut down it restores this
-    # handler and raises the signal again. The default action would end the process on the
-    # spot, leaving the embedded servers running; this one unwinds through the finally below.
-    signal.signal(signal.SIGTERM, _terminate)
-    # The serve that starts or adopts the embedded servers owns them (app/infra/embedded.py).
-    embedded = EmbeddedServers(settings.data_dir, owner=True)
-    try:
+    # While it serves, uvicorn handles SIGTERM itself; once it has shut down it restores our
+    # handler (set in run()) and raises the signal again, which unwinds through
+    # embedded_servers(). The default action would end the process there and then, leaving the
+    # embedded servers running. The serve that starts or adopts them owns them. A requested
+    # stop (SIGTERM, SIGINT) ends serve with status 0, once they are down.
+    with (
+        contextlib.suppress(Terminated, KeyboardInterrupt),
+        embedded_servers(settings, owner=True) as embedded,
+    ):
         say_where(settings, redis=True)
         database_url, redis_url = prepare(settings, embedded, redis=True)
         key = asyncio.run(_bootstrap(settings, database_url))
@@ -201,23 +223,13 @@ def serve(settings: Settings) -> None:
             workers.run(uvicorn.Config("app.main:create_app", **options))
         else:
             uvicorn.run("app.main:create_app", **options)
-    except (Terminated, KeyboardInterrupt):
-        pass  # a requested stop (SIGTERM, SIGINT): exit 0 once the servers are down
-    finally:
-        # A second Ctrl-C or SIGTERM must not cut the servers' shutdown short.
-        for number in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(number, signal.SIG_IGN)
-        embedded.stop()
 
 
 def migrate(settings: Settings) -> None:
-    embedded = EmbeddedServers(settings.data_dir)
-    try:
+    with embedded_servers(settings) as embedded:
         say_where(settings)
         prepare(settings, embedded)
         print("database is at the latest migration")
-    finally:
-        embedded.stop()
 
 
 def keys(settings: Settings, args: argparse.Namespace) -> None:
@@ -229,13 +241,10 @@ def keys(settings: Settings, args: argparse.Namespace) -> None:
             scopes = parse_scopes(args.scopes)
         except ValueError as exc:
             raise Abort(f"--scopes: {exc}") from None
-    embedded = EmbeddedServers(settings.data_dir)
-    try:
+    with embedded_servers(settings) as embedded:
         say_where(settings)
         database_url, _ = prepare(settings, embedded)
         print(asyncio.run(_keys(settings, database_url, args, scopes)))
-    finally:
-        embedded.stop()
 
 
 async def _keys(settings: Settings, database_url: str, args: argparse.Namespace, scopes: list[Any]) -> str:
@@ -261,13 +270,10 @@ async def _keys(settings: Settings, database_url: str, args: argparse.Namespace,
 def history(settings: Settings, args: argparse.Namespace) -> int:
     if args.command == "import" and not args.file.is_file():
         raise Abort(f"no such file: {args.file}", FAILURE)
-    embedded = EmbeddedServers(settings.data_dir)
-    try:
+    with embedded_servers(settings) as embedded:
         say_where(settings)
         database_url, _ = prepare(settings, embedded)
         return history_commands.run(args, settings, database_url)
-    finally:
-        embedded.stop()
 
 
 def openapi_document() -> str:
@@ -316,6 +322,9 @@ def configure_logging(settings: Settings | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # SIGTERM unwinds like Ctrl-C, so servers a command started are stopped (its default
+    # action ends the process on the spot).
+    signal.signal(signal.SIGTERM, _terminate)
     if args.command == "evaluate-tournaments":
         run_tournaments(args)
         return 0
@@ -350,7 +359,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
         print(str(exc) if str(exc).startswith("configuration error") else f"error: {exc}", file=sys.stderr)
         return exc.status
     except Terminated:
-        return 0
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
