@@ -3,7 +3,8 @@ replay | smooth` and the evaluation commands (`python -m app …` is the same pr
 
 Failures are one line on stderr (a traceback only with LOG_LEVEL=DEBUG). Exit status: 2 for
 usage and configuration errors, 1 for any other failure (an unknown mode, a missing file, a
-server that cannot be reached), 130 on Ctrl-C.
+server that cannot be reached), 130 on Ctrl-C and 143 on SIGTERM; `serve` exits 0 when asked to
+stop by either signal.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Abort(Exception):
 
 
 class Terminated(BaseException):
-    """SIGTERM reached `serve`: unwind, so the servers it owns are stopped on the way out."""
+    """SIGTERM: unwind like Ctrl-C, so the embedded servers are stopped on the way out."""
 
 
 class Parser(argparse.ArgumentParser):
