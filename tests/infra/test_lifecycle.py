@@ -6,35 +6,22 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
-from app.infra.embedded import OWNER_FILE, server_pids, stop_all
+from app.infra.embedded import OWNER_FILE, server_pids
 from tests.conftest import ADMIN_KEY
 from tests.reliability.process import free_port
 
 pytestmark = pytest.mark.reliability
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
-
-
-@pytest.fixture(scope="module")
-def data_dir() -> Iterator[Path]:
-    # One DATA_DIR for the module: each test starts and ends with nothing running, and the
-    # first one pays for initdb. Not under tmp_path (tests/infra/conftest.py says why).
-    path = Path(tempfile.mkdtemp(prefix="skillservice-test-"))
-    yield path / "data"
-    stop_all(path / "data")  # whatever a failed test left running
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def environment(data_dir: Path, port: int, **settings: str) -> dict[str, str]:
