@@ -282,7 +282,7 @@ def openapi_document() -> str:
 
     from app.main import create_app
 
-    return json.dumps(create_app(Settings()).openapi(), indent=2, sort_keys=True) + "\n"
+    return json.dumps(create_app(load_settings()).openapi(), indent=2, sort_keys=True) + "\n"
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
