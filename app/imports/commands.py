@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.config import Settings
 from app.imports.reading import Skip
-from app.imports.service import ImportRejected, import_file
+from app.imports.service import import_file
 from app.jobs import service as jobs
 from app.progress import Bar
 
@@ -37,10 +37,20 @@ def add_parsers(commands: Any) -> None:
     importing.add_argument("file", type=Path)
     importing.add_argument("--mode", required=True)
     importing.add_argument(
-        "--column", action="append", default=[], metavar="OURS=THEIRS", help="read our column from theirs"
+        "--column",
+        action="append",
+        default=[],
+        type=_column,
+        metavar="OURS=THEIRS",
+        help="read our column from theirs",
     )
     importing.add_argument(
-        "--skip", action="append", default=[], metavar="COLUMN~REGEX", help="drop rows whose column matches"
+        "--skip",
+        action="append",
+        default=[],
+        type=_skip,
+        metavar="COLUMN~REGEX",
+        help="drop rows whose column matches",
     )
     importing.add_argument("--no-replay", action="store_true", help="load only; rate later with a replay")
     replaying = commands.add_parser("replay", help="re-rate a mode's whole history")
@@ -55,14 +65,18 @@ def add_parsers(commands: Any) -> None:
     smoothing.add_argument("--epsilon", type=float, default=1e-6)
 
 
-def _columns(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        ours, sep, theirs = pair.partition("=")
-        if not sep or not ours or not theirs:
-            raise ValueError(f"--column {pair!r}: expected OURS=THEIRS")
-        out[ours] = theirs
-    return out
+def _column(pair: str) -> tuple[str, str]:
+    ours, sep, theirs = pair.partition("=")
+    if not sep or not ours or not theirs:
+        raise argparse.ArgumentTypeError(f"{pair!r}: expected OURS=THEIRS")
+    return ours, theirs
+
+
+def _skip(text: str) -> Skip:
+    try:
+        return Skip.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 async def _with_sessions(
@@ -78,23 +92,21 @@ async def _with_sessions(
 
 
 def run(args: argparse.Namespace, settings: Settings, database_url: str) -> int:
-    """Run the command; the exit status (1: rejected input, nothing written)."""
+    """Run the command; its exit status."""
     if args.command == "import":
-        try:
-            columns = _columns(args.column)
-            skips = [Skip.parse(text) for text in args.skip]
-            result = asyncio.run(
-                _with_sessions(
-                    settings,
-                    database_url,
-                    lambda sessions: import_file(
-                        sessions, args.file, args.mode, columns, skips, not args.no_replay, Bar
-                    ),
-                )
+        # Rejected rows (ImportRejected) and unreadable files end the command through the
+        # CLI's one-line error (app/cli.py); nothing was written.
+        columns = dict(args.column)
+        skips = args.skip
+        result = asyncio.run(
+            _with_sessions(
+                settings,
+                database_url,
+                lambda sessions: import_file(
+                    sessions, args.file, args.mode, columns, skips, not args.no_replay, Bar
+                ),
             )
-        except (ImportRejected, ValueError, OSError) as exc:
-            print(str(exc))
-            return 1
+        )
         print(json.dumps(result.__dict__, indent=2, default=str))
         return 0
 

