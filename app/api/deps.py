@@ -104,26 +104,35 @@ def _retry_after(wait: float) -> dict[str, str]:
     return {"Retry-After": str(max(1, math.ceil(wait)))}
 
 
+ResourcesDep = Annotated[Resources, Depends(resources)]
+
+
+async def authenticate(
+    request: Request, session: AsyncSession, res: Resources, presented: str | None, scope: Scope
+) -> Principal:
+    """The key holding `scope`, as auth_service.authenticate finds it; a failure spends a
+    token of the client address's bucket, and once that is empty answers 429 rather than 401.
+
+    Only failures count: a valid key is never held back by it, though it shares the address
+    (a studio's backends behind one NAT)."""
+    try:
+        return await auth_service.authenticate(session, presented, scope)
+    except Unauthorized:
+        wait = res.auth_failures.take(client_address(request, res.settings.trusted_proxies))
+        if wait > 0:
+            raise TooManyRequests(
+                "too many failed authentications from this address; retry after the given seconds",
+                headers=_retry_after(wait),
+            ) from None
+        raise
+
+
 def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
-    """A dependency that lets a request through only with a key holding `scope`.
+    """A dependency that lets a request through only with a key holding `scope`, within the
+    key's request rate."""
 
-    Failed authentications spend a token of the client address's bucket; once it is empty
-    they answer 429 rather than 401. Only failures count: a valid key is never held back by
-    it, though it shares the address (a studio's backends behind one NAT)."""
-
-    async def check(
-        request: Request, session: SessionDep, res: Annotated[Resources, Depends(resources)]
-    ) -> Principal:
-        try:
-            key = await auth_service.authenticate(session, bearer_token(request), scope)
-        except Unauthorized:
-            wait = res.auth_failures.take(client_address(request, res.settings.trusted_proxies))
-            if wait > 0:
-                raise TooManyRequests(
-                    "too many failed authentications from this address; retry after the given seconds",
-                    headers=_retry_after(wait),
-                ) from None
-            raise
+    async def check(request: Request, session: SessionDep, res: ResourcesDep) -> Principal:
+        key = await authenticate(request, session, res, bearer_token(request), scope)
         request.state.api_key_id = key.key_id
         wait = res.limits.take(key.key_id)
         if wait > 0:
