@@ -95,7 +95,7 @@ def main() -> None:
     with serving("auth-flood") as served:
         ready = rss(served.pid)
         warm = asyncio.run(send(served.base, [served.key] * args.warmup, args.connections))
-        if set(warm) != {("valid", 200)}:
+        if args.warmup and set(warm) != {("valid", 200)}:
             raise SystemExit(f"the warm-up got {dict(warm)}")
         before = rss(served.pid)
         flood = [served.key if n % 100 == 99 else random_key(n) for n in range(args.keys)]

@@ -51,14 +51,17 @@ class Principal:
 # revocation takes effect at once in the process that made it, elsewhere within this.
 KEY_CACHE_SECONDS = 5.0
 # Known keys and unknown ids apart, each bounded: a flood of random keys (each one an unknown
-# id) evicts only other unknown ids, never the keys in use, and memory stays flat.
-KEY_CACHE_SIZE = 1024
-_known: TTLCache[str, Principal] = TTLCache(maxsize=KEY_CACHE_SIZE, ttl=KEY_CACHE_SECONDS)
-_unknown: TTLCache[str, bool] = TTLCache(maxsize=KEY_CACHE_SIZE, ttl=KEY_CACHE_SECONDS)
+# id) evicts only other unknown ids, never the keys in use, and memory stays flat. Unknown ids
+# are kept only so a client repeating a revoked key does not cost a query each time: a few
+# hundred do (full, they take about 80 KB).
+KNOWN_KEYS_CACHED = 1024
+UNKNOWN_KEYS_CACHED = 256
+_known: TTLCache[str, Principal] = TTLCache(maxsize=KNOWN_KEYS_CACHED, ttl=KEY_CACHE_SECONDS)
+_unknown: TTLCache[str, bool] = TTLCache(maxsize=UNKNOWN_KEYS_CACHED, ttl=KEY_CACHE_SECONDS)
 
 
 def cached_keys() -> tuple[int, int]:
-    """How many (known, unknown) key ids this process holds: each at most KEY_CACHE_SIZE."""
+    """How many (known, unknown) key ids this process holds, at most the two bounds."""
     return len(_known), len(_unknown)
 
 

@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.auth.rate_limit import TokenBuckets
-from app.auth.service import KEY_CACHE_SIZE, cached_keys
+from app.auth.service import KNOWN_KEYS_CACHED, UNKNOWN_KEYS_CACHED, cached_keys
 from app.config import Settings
 from tests.conftest import ADMIN_KEY
 
@@ -119,11 +119,11 @@ async def test_the_key_cache_stays_bounded(guarded_app: FastAPI) -> None:
     # More random keys than the cache holds: each one a lookup, then cached as unknown.
     sizes = []
     async with _from(guarded_app, "192.0.2.9") as client:
-        for n in range(KEY_CACHE_SIZE + 200):
+        for n in range(UNKNOWN_KEYS_CACHED + 200):
             assert (await client.get("/v1/modes", headers=_random_key(n))).status_code in (401, 429)
             sizes.append(cached_keys())
-    assert max(unknown for _, unknown in sizes) <= KEY_CACHE_SIZE
-    assert max(known for known, _ in sizes) <= KEY_CACHE_SIZE
+    assert max(unknown for _, unknown in sizes) <= UNKNOWN_KEYS_CACHED
+    assert max(known for known, _ in sizes) <= KNOWN_KEYS_CACHED
 
 
 async def test_x_forwarded_for_counts_only_from_a_trusted_proxy(guarded_app: FastAPI) -> None:
