@@ -6,12 +6,13 @@ REDIS_URL, DATA_DIR, HOST, PORT, ADMIN_API_KEY, LOG_FORMAT, plus the tuning knob
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _PG_SCHEMES = {"postgres", "postgresql", "postgresql+psycopg"}
 _REDIS_SCHEMES = {"redis", "rediss", "unix"}
@@ -38,6 +39,15 @@ class Settings(BaseSettings):
         1000.0, ge=0, le=1_000_000, description="Requests a second per API key and process; 0: no limit"
     )
     rate_limit_burst: int = Field(2000, ge=1, le=10_000_000, description="Requests a key may burst")
+    auth_failures_per_s: float = Field(
+        1.0, ge=0, le=1_000_000, description="Failed authentications a second per client address; 0: no limit"
+    )
+    auth_failure_burst: int = Field(
+        20, ge=1, le=10_000_000, description="Failed authentications an address may burst"
+    )
+    trusted_proxies: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = Field(
+        (), description="Addresses or networks of proxies whose X-Forwarded-For names the client"
+    )
     maintenance_every_s: float = Field(
         5.0, gt=0, le=3600, description="How often background work (leaderboard counts, jobs) runs"
     )
@@ -66,6 +76,14 @@ class Settings(BaseSettings):
             parts.port  # noqa: B018 - raises on a malformed port
         except ValueError as exc:
             raise ValueError(f"has a malformed port: {exc}") from None
+        return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxy_list(cls, value: object) -> object:
+        # TRUSTED_PROXIES=10.0.0.5,192.168.0.0/16: a comma list, not JSON.
+        if isinstance(value, str):
+            return tuple(ip_network(part.strip(), strict=False) for part in value.split(",") if part.strip())
         return value
 
     @field_validator("admin_api_key")

@@ -13,7 +13,20 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 
 from app import background
-from app.api import health, jobs, keys, leaderboards, lobbies, matches, modes, players, problems, queues, ui
+from app.api import (
+    docs,
+    health,
+    jobs,
+    keys,
+    leaderboards,
+    lobbies,
+    matches,
+    modes,
+    players,
+    problems,
+    queues,
+    ui,
+)
 from app.api.deps import Resources
 from app.api.middleware import RequestBody, RequestContext
 from app.config import Settings
@@ -76,7 +89,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await engine.dispose()
             embedded.stop()
 
-    app = FastAPI(title="Skill service", version="1.0.0", description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="Skill service",
+        version="1.0.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # served by app.api.docs, without a CDN
+        redoc_url=None,
+    )
+    docs.install(app)
     problems.install(app)
     problems.document(app)
     # Requests find their route by trying the routers in this order: the busiest come first.

@@ -89,6 +89,9 @@ def settings(database_url: str, redis_url: str, tmp_path_factory: pytest.TempPat
         redis_url=redis_url,
         admin_api_key=ADMIN_KEY,  # type: ignore[arg-type]
         data_dir=tmp_path_factory.mktemp("data"),
+        # Every test shares one client address: tests of the failed-authentication limit build
+        # their own app (tests/api/test_rate_limit.py).
+        auth_failures_per_s=0,
     )
 
 
@@ -157,6 +160,7 @@ def live_server(app: FastAPI, database_url: str, redis_url: str) -> Iterator[str
         "ADMIN_API_KEY": ADMIN_KEY,
         "LOG_LEVEL": "WARNING",
         "DB_POOL_SIZE": "20",
+        "AUTH_FAILURES_PER_S": "0",  # as in `settings`
     }
     process = subprocess.Popen(
         [

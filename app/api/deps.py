@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from ipaddress import IPv4Network, IPv6Network, ip_address
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -16,7 +17,7 @@ from app.auth.keys import Scope
 from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
 from app.config import Settings
-from app.errors import TooManyRequests
+from app.errors import TooManyRequests, Unauthorized
 
 
 @dataclass
@@ -27,10 +28,14 @@ class Resources:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     redis: Redis
-    limits: TokenBuckets = field(init=False)
+    limits: TokenBuckets = field(init=False)  # requests per key
+    auth_failures: TokenBuckets = field(init=False)  # failed authentications per client address
 
     def __post_init__(self) -> None:
         self.limits = TokenBuckets(self.settings.rate_limit_per_s, self.settings.rate_limit_burst)
+        self.auth_failures = TokenBuckets(
+            self.settings.auth_failures_per_s, self.settings.auth_failure_burst, max_buckets=4096
+        )
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`
@@ -69,19 +74,70 @@ def bearer_token(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
-    """A dependency that lets a request through only with a key holding `scope`."""
+Network = IPv4Network | IPv6Network
 
-    async def check(
-        request: Request, session: SessionDep, res: Annotated[Resources, Depends(resources)]
-    ) -> Principal:
-        key = await auth_service.authenticate(session, bearer_token(request), scope)
+
+def _trusted(address: str, proxies: Sequence[Network]) -> bool:
+    try:
+        ip = ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in proxies)
+
+
+def client_address(request: Request, proxies: Sequence[Network]) -> str:
+    """The address a request came from. X-Forwarded-For counts only when the peer is a
+    trusted proxy (TRUSTED_PROXIES); then the client is the right-most hop that is not one
+    of them (hops to its left were written by the client and prove nothing)."""
+    peer = request.client.host if request.client else ""
+    forwarded = request.headers.get("x-forwarded-for")
+    if not forwarded or not _trusted(peer, proxies):
+        return peer
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not _trusted(hop, proxies):
+            return hop
+    return hops[0] if hops else peer
+
+
+def _retry_after(wait: float) -> dict[str, str]:
+    return {"Retry-After": str(max(1, math.ceil(wait)))}
+
+
+ResourcesDep = Annotated[Resources, Depends(resources)]
+
+
+async def authenticate(
+    request: Request, session: AsyncSession, res: Resources, presented: str | None, scope: Scope
+) -> Principal:
+    """The key holding `scope`, as auth_service.authenticate finds it; a failure spends a
+    token of the client address's bucket, and once that is empty answers 429 rather than 401.
+
+    Only failures count: a valid key is never held back by it, though it shares the address
+    (a studio's backends behind one NAT)."""
+    try:
+        return await auth_service.authenticate(session, presented, scope)
+    except Unauthorized:
+        wait = res.auth_failures.take(client_address(request, res.settings.trusted_proxies))
+        if wait > 0:
+            raise TooManyRequests(
+                "too many failed authentications from this address; retry after the given seconds",
+                headers=_retry_after(wait),
+            ) from None
+        raise
+
+
+def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
+    """A dependency that lets a request through only with a key holding `scope`, within the
+    key's request rate."""
+
+    async def check(request: Request, session: SessionDep, res: ResourcesDep) -> Principal:
+        key = await authenticate(request, session, res, bearer_token(request), scope)
         request.state.api_key_id = key.key_id
         wait = res.limits.take(key.key_id)
         if wait > 0:
             raise TooManyRequests(
-                "this key is over its request rate; retry after the given seconds",
-                headers={"Retry-After": str(max(1, math.ceil(wait)))},
+                "this key is over its request rate; retry after the given seconds", headers=_retry_after(wait)
             )
         return key
 

@@ -19,13 +19,16 @@ router = APIRouter(prefix="/v1/matches", tags=["matches"])
     response_model=MatchOut,
     responses={
         200: {"model": MatchOut, "description": "Already recorded: the stored response"},
-        409: {"description": "The match id was used for a different body"},
+        409: {"description": "The match id was used for a different match"},
     },
 )
 async def post_match(body: MatchIn, session: SessionDep, _: ResultsKey) -> Response:
     """Rate a finished match in one transaction, exactly once per match_id. Players the
-    mode has not seen start at its prior. The same body again returns 200 and the
-    stored response; a different body under a used match_id returns 409."""
+    mode has not seen start at its prior. The same match again returns 200 and the stored
+    response, byte for byte but for `created`: the same mode, teams, players, ranks (a score
+    counts as its negated rank), weights and coefficients, in any player order within a
+    team, and `played_at` at the same instant in any offset, or omitted. Any other
+    difference under a used match_id returns 409."""
     result = await service.record_match(session, body)
     # The response is the stored JSON, sent as is (it was built and validated once).
     return Response(result.json, status_code=201 if result.created else 200, media_type="application/json")

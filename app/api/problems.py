@@ -129,7 +129,10 @@ class Problem(BaseModel):
 _KEYED = {
     "401": "Missing, unknown or revoked API key",
     "403": "The key lacks the scope this operation needs",
-    "429": "The key is over its request rate (see Retry-After)",
+    "429": (
+        "The key is over its request rate, or the client address over its failed "
+        "authentications (see Retry-After)"
+    ),
 }
 _ALWAYS = {
     "404": "Unknown route or resource",

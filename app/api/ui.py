@@ -14,8 +14,7 @@ from urllib.parse import parse_qs, quote
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import RedisDep, SessionDep, bearer_token
-from app.auth import service as auth_service
+from app.api.deps import RedisDep, Resources, ResourcesDep, SessionDep, authenticate, bearer_token
 from app.auth.keys import Scope
 from app.errors import AppError, Unauthorized
 from app.ui import pages
@@ -40,12 +39,16 @@ def _error(exc: AppError) -> HTMLResponse:
 
 
 async def _signed_in_page(
-    request: Request, session: SessionDep, template: str, build: Callable[[], Awaitable[dict[str, Any]]]
+    request: Request,
+    session: SessionDep,
+    res: Resources,
+    template: str,
+    build: Callable[[], Awaitable[dict[str, Any]]],
 ) -> Response:
     """`template` filled by `build` for a request holding a read key; else the sign-in
-    redirect, or an error page (403, or what building the page raised)."""
+    redirect, or an error page (403, 429, or what building the page raised)."""
     try:
-        key = await auth_service.authenticate(session, _presented(request), Scope.read)
+        key = await authenticate(request, session, res, _presented(request), Scope.read)
     except Unauthorized:
         return _to_login()
     except AppError as exc:
@@ -63,7 +66,7 @@ async def login_form() -> HTMLResponse:
 
 
 @router.post("/login")
-async def login(request: Request, session: SessionDep) -> Response:
+async def login(request: Request, session: SessionDep, res: ResourcesDep) -> Response:
     body = await request.body()
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/x-www-form-urlencoded" or len(body) > MAX_LOGIN_FORM:
@@ -73,9 +76,12 @@ async def login(request: Request, session: SessionDep) -> Response:
     except (UnicodeDecodeError, ValueError):
         return page("login.html", 400, signed_in=False, message="The form is not valid UTF-8.")
     try:
-        await auth_service.authenticate(session, key, Scope.read)
+        await authenticate(request, session, res, key, Scope.read)
     except AppError as exc:
-        return page("login.html", exc.status, signed_in=False, message=exc.detail)
+        login_page = page("login.html", exc.status, signed_in=False, message=exc.detail)
+        if "Retry-After" in exc.headers:  # a 429: too many failed sign-ins from this address
+            login_page.headers["Retry-After"] = exc.headers["Retry-After"]
+        return login_page
     response = RedirectResponse("/ui", status_code=303)
     response.set_cookie(
         COOKIE, key, httponly=True, samesite="strict", path="/ui", secure=request.url.scheme == "https"
@@ -91,8 +97,9 @@ async def logout() -> Response:
 
 
 @router.get("")
-async def modes(request: Request, session: SessionDep, redis: RedisDep) -> Response:
-    return await _signed_in_page(request, session, "modes.html", lambda: pages.modes_page(session, redis))
+async def modes(request: Request, session: SessionDep, redis: RedisDep, res: ResourcesDep) -> Response:
+    build = lambda: pages.modes_page(session, redis)  # noqa: E731
+    return await _signed_in_page(request, session, res, "modes.html", build)
 
 
 @router.get("/modes/{mode}")
@@ -101,10 +108,11 @@ async def leaderboard(
     mode: str,
     session: SessionDep,
     redis: RedisDep,
+    res: ResourcesDep,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> Response:
     build = lambda: pages.leaderboard_page(session, redis, mode, cursor)  # noqa: E731
-    return await _signed_in_page(request, session, "leaderboard.html", build)
+    return await _signed_in_page(request, session, res, "leaderboard.html", build)
 
 
 @router.get("/players")
@@ -121,7 +129,8 @@ async def player(
     request: Request,
     player_id: str,
     session: SessionDep,
+    res: ResourcesDep,
     mode: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response:
     build = lambda: pages.player_page(session, player_id, mode)  # noqa: E731
-    return await _signed_in_page(request, session, "player.html", build)
+    return await _signed_in_page(request, session, res, "player.html", build)

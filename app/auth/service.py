@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from dataclasses import dataclass
 
+from cachetools import TTLCache
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import keys, repository
@@ -35,7 +35,7 @@ async def list_keys(session: AsyncSession) -> list[ApiKey]:
 async def revoke_key(session: AsyncSession, key_id: str) -> None:
     if not await repository.revoke(session, key_id):
         raise NotFound(f"no active key {key_id!r}")
-    _key_cache.pop(key_id, None)
+    _known.pop(key_id, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,24 +47,36 @@ class Principal:
     scopes: frozenset[str]
 
 
-# Key rows are cached per process for a few seconds so a request costs no key query.
-# A revocation takes effect at once in the process that made it, elsewhere within this.
+# Key lookups are cached per process for a few seconds, so a request costs no key query. A
+# revocation takes effect at once in the process that made it, elsewhere within this.
 KEY_CACHE_SECONDS = 5.0
-_key_cache: dict[str, tuple[float, Principal | None]] = {}
+# Known keys and unknown ids apart, each bounded: a flood of random keys (each one an unknown
+# id) evicts only other unknown ids, never the keys in use, and memory stays flat. Unknown ids
+# are kept only so a client repeating a revoked key does not cost a query each time: a few
+# hundred do (full, they take about 80 KB).
+KNOWN_KEYS_CACHED = 1024
+UNKNOWN_KEYS_CACHED = 256
+_known: TTLCache[str, Principal] = TTLCache(maxsize=KNOWN_KEYS_CACHED, ttl=KEY_CACHE_SECONDS)
+_unknown: TTLCache[str, bool] = TTLCache(maxsize=UNKNOWN_KEYS_CACHED, ttl=KEY_CACHE_SECONDS)
+
+
+def cached_keys() -> tuple[int, int]:
+    """How many (known, unknown) key ids this process holds, at most the two bounds."""
+    return len(_known), len(_unknown)
 
 
 async def _principal(session: AsyncSession, key_id: str) -> Principal | None:
-    now = time.monotonic()
-    hit = _key_cache.get(key_id)
-    if hit is not None and hit[0] > now:
-        return hit[1]
+    hit = _known.get(key_id)
+    if hit is not None:
+        return hit
+    if key_id in _unknown:
+        return None
     row = await repository.get(session, key_id)
-    principal = (
-        None
-        if row is None or row.revoked_at is not None
-        else Principal(row.id, row.key_hash, frozenset(row.scopes))
-    )
-    _key_cache[key_id] = (now + KEY_CACHE_SECONDS, principal)
+    if row is None or row.revoked_at is not None:
+        _unknown[key_id] = True
+        return None
+    principal = Principal(row.id, row.key_hash, frozenset(row.scopes))
+    _known[key_id] = principal
     return principal
 
 

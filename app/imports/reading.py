@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import gzip
-import hashlib
 import io
 import json
 import re
@@ -29,6 +28,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from app.ids import ID_PATTERN
+from app.matches.fingerprint import match_fingerprint
 from app.matches.schemas import FUTURE_SLACK, MatchIn, consistency_errors
 from app.matches.service import body_hash, team_ranks
 
@@ -177,33 +177,26 @@ def _duels(
     rows: Iterator[tuple[int, list[str]]], where: dict[str, int], mode: str, stem: str, read: Read
 ) -> None:
     """One 1v1 match per row. Valid rows take a path without pydantic: the same checks, and
-    the hash of the dump MatchIn would make (tested against body_hash)."""
+    the fingerprint POST /v1/matches would compute (tested against body_hash)."""
     latest = dt.datetime.now(dt.UTC) + FUTURE_SLACK
     at, win, lose = where["played_at"], where["winner"], where["loser"]
     ident, draw = where.get("match_id"), where.get("draw")
-    dates: dict[str, tuple[dt.datetime, str] | None] = {}
-    template = (
-        '{"match_id":"%s","mode":"%s","played_at":"%s","teams":[{"players":[{"id":"%s","weight":1.0}],'
-        '"rank":0.0,"score":null},{"players":[{"id":"%s","weight":1.0}],"rank":%s,"score":null}]}'
-    )
+    dates: dict[str, dt.datetime | None] = {}
     for line, cells in rows:
         text = cells[at].strip()
         if text not in dates:
             try:
-                moment = _played_at(text)
-                simple = (
-                    moment.microsecond == 0 and moment.utcoffset() == dt.timedelta(0) and moment <= latest
-                )
-                dates[text] = (moment, moment.strftime("%Y-%m-%dT%H:%M:%SZ")) if simple else None
+                parsed = _played_at(text)
+                dates[text] = parsed if parsed <= latest else None
             except ValueError as exc:
                 read.error(line, str(exc))
                 continue
         winner, loser = cells[win].strip(), cells[lose].strip()
         match_id = (cells[ident].strip() if ident is not None else "") or f"{mode}:{stem}:{line}"
         drawn = draw is not None and cells[draw].strip().lower() in ("1", "true", "yes")
-        known = dates[text]
+        moment = dates[text]
         if (
-            known is None
+            moment is None
             or winner == loser
             or not (_ID.match(match_id) and _ID.match(winner) and _ID.match(loser))
         ):
@@ -218,20 +211,10 @@ def _duels(
             }
             _validated(read, line, body)  # the full validation, for its messages
             continue
-        moment, stamp = known
-        second = "0.0" if drawn else "1.0"
-        canonical = template % (match_id, mode, stamp, winner, loser, second)
         teams: list[list[tuple[str, float, float | None]]] = [[(winner, 1.0, None)], [(loser, 1.0, None)]]
-        read.matches.append(
-            Parsed(
-                line,
-                match_id,
-                moment,
-                teams,
-                [0.0, 0.0 if drawn else 1.0],
-                hashlib.sha256(canonical.encode()).hexdigest(),
-            )
-        )
+        ranks = [0.0, 0.0 if drawn else 1.0]
+        fingerprint = match_fingerprint(mode, teams, ranks)
+        read.matches.append(Parsed(line, match_id, moment, teams, ranks, fingerprint))
 
 
 def _number(row: dict[str, str], name: str) -> float | None:

@@ -57,7 +57,7 @@ _LOCK = """
     FOR UPDATE
 """
 
-_STORED = text("SELECT body_hash, response, void FROM matches WHERE match_id = :match_id")
+_STORED = text("SELECT body_hash, played_at, response, void FROM matches WHERE match_id = :match_id")
 
 # The participants arrive as one JSON array (one parameter, expanded by PostgreSQL) rather
 # than fourteen arrays, each of which psycopg would convert element by element in Python.
@@ -93,6 +93,7 @@ _APPLY = """
 @dataclass(frozen=True, slots=True)
 class StoredMatch:
     body_hash: str
+    played_at: dt.datetime
     response: dict[str, Any]
     void: bool
 
@@ -167,7 +168,7 @@ async def claim(
 
 async def stored(session: AsyncSession, match_id: str) -> StoredMatch | None:
     row = (await session.execute(_STORED, {"match_id": match_id})).first()
-    return None if row is None else StoredMatch(row[0], row[1], row[2])
+    return None if row is None else StoredMatch(row[0], row[1], row[2], row[3])
 
 
 async def apply(

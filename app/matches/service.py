@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +13,7 @@ from app import metrics
 from app.db.commit_hooks import after_commit
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.matches import repository
+from app.matches.fingerprint import match_fingerprint
 from app.matches.repository import Outcome, Prior
 from app.matches.schemas import MatchIn, MatchOut, consistency_errors
 from app.modes import service as modes
@@ -21,20 +21,9 @@ from app.rating import Rating, RatingInputError
 
 
 def body_hash(match: MatchIn) -> str:
-    """A fingerprint of what the client sent, to tell a retry from a different match."""
-    body = match.model_dump(mode="json")
-    for team in body["teams"]:
-        for player in team["players"]:
-            # Absent coefficients hash as before the field existed, so old retries still match.
-            if player["coefficient"] is None:
-                del player["coefficient"]
-    return dumped_hash(body)
-
-
-def dumped_hash(body: dict[str, Any]) -> str:
-    """body_hash of a match from its JSON dump (without absent coefficients)."""
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """The match's fingerprint (app.matches.fingerprint): tells a retry from a different match."""
+    teams = [[(p.id, p.weight, p.coefficient) for p in team.players] for team in match.teams]
+    return match_fingerprint(match.mode, teams, team_ranks(match))
 
 
 def team_ranks(match: MatchIn) -> list[float]:
@@ -82,8 +71,7 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
     prior = Prior(env.mu, env.sigma)
     claimed = await repository.claim(session, match.match_id, rules.name, played_at, fingerprint, ids, prior)
     if claimed is None:
-        replayed = await _replayed(session, match.match_id, fingerprint)
-        return Recorded(replayed.model_dump_json().encode(), created=False)
+        return Recorded(await _replayed(session, match, fingerprint), created=False)
 
     match_pk, current = claimed
     groups = [[Rating(*current[p.id]) for p in team.players] for team in match.teams]
@@ -180,25 +168,69 @@ def response_json(
             for player, team, mu_before, sigma_before, mu_after, sigma_after in players
         ],
     }
-    return json.dumps(response)
+    return _dumps(response)
+
+
+def _dumps(response: dict[str, Any]) -> str:
+    # Compact, in MatchOut's field order: a retry's 200 has the 201's bytes but for "created".
+    return json.dumps(response, separators=(",", ":"))
 
 
 def rating_json(mu: float, sigma: float, k: float) -> dict[str, float]:
     return {"mu": mu, "sigma": sigma, "conservative": mu - k * sigma}
 
 
-async def _replayed(session: AsyncSession, match_id: str, fingerprint: str) -> MatchOut:
-    stored = await repository.stored(session, match_id)
+def replayed_json(response: dict[str, Any], void: bool) -> bytes:
+    """A stored response as a retry gets it: the 201's layout (JSONB reorders keys; floats
+    come back as the same doubles, so they print as before), created false."""
+
+    def rating(stored: dict[str, float]) -> dict[str, float]:
+        return {"mu": stored["mu"], "sigma": stored["sigma"], "conservative": stored["conservative"]}
+
+    ordered = {
+        "match_id": response["match_id"],
+        "mode": response["mode"],
+        "played_at": response["played_at"],
+        "created": False,
+        "quality": response["quality"],
+        "void": void,
+        "players": [
+            {
+                "player_id": p["player_id"],
+                "team": p["team"],
+                "before": rating(p["before"]),
+                "after": rating(p["after"]),
+            }
+            for p in response["players"]
+        ],
+    }
+    return _dumps(ordered).encode()
+
+
+async def _replayed(session: AsyncSession, match: MatchIn, fingerprint: str) -> bytes:
+    """The stored answer when `match` is a retry: the same meaning (fingerprint) and, when it
+    gives one, the same played_at instant (the stored one may be the server's stamp)."""
+    stored = await repository.stored(session, match.match_id)
     if stored is None:  # pragma: no cover - the claim saw it, and matches are never deleted
-        raise Conflict(f"match {match_id!r} is being recorded; retry")
+        raise Conflict(f"match {match.match_id!r} is being recorded; retry")
     if stored.body_hash != fingerprint:
-        raise Conflict(f"match {match_id!r} was already recorded with a different body")
-    return _out(match_id, stored.response, stored.void)
+        raise Conflict(f"match {match.match_id!r} was already recorded with a different body")
+    if match.played_at is not None and match.played_at != stored.played_at:
+        raise Conflict(
+            f"match {match.match_id!r} was already recorded with played_at "
+            f"{stored.played_at.isoformat().replace('+00:00', 'Z')}"
+        )
+    _require_rated(match.match_id, stored.response)
+    return replayed_json(stored.response, stored.void)
+
+
+def _require_rated(match_id: str, response: dict[str, Any]) -> None:
+    if not response:
+        raise Conflict(f"match {match_id!r} was imported and is not rated yet; a replay job rates it")
 
 
 def _out(match_id: str, response: dict[str, Any], void: bool) -> MatchOut:
-    if not response:
-        raise Conflict(f"match {match_id!r} was imported and is not rated yet; a replay job rates it")
+    _require_rated(match_id, response)
     return MatchOut.model_validate({**response, "created": False, "void": void})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from typing import Any
 
@@ -44,6 +45,88 @@ async def test_same_body_again_is_200_with_the_stored_response(
     assert again.json() == {**first.json(), "created": False}
     player = (await client.get("/v1/players/ann", headers=admin_headers)).json()
     assert next(r for r in player["ratings"] if r["mode"] == mode)["matches"] == 1
+
+
+async def test_a_retry_answers_the_bytes_of_the_201_but_for_created(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    body = {**match(f"{mode}-b", mode, ["ann", "bob"], ["cy"]), "played_at": "2026-01-02T03:04:05.25+02:00"}
+    body["teams"][0]["players"][1]["weight"] = 0.5
+    first = await client.post("/v1/matches", json=body, headers=admin_headers)
+    again = await client.post("/v1/matches", json=body, headers=admin_headers)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.content.count(b'"created":true') == 1
+    assert again.content == first.content.replace(b'"created":true', b'"created":false')
+
+
+async def test_played_at_is_compared_as_an_instant(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    body = {**match(f"{mode}-t", mode, ["ann"], ["ben"]), "played_at": "2026-01-02T10:00:00Z"}
+    assert (await client.post("/v1/matches", json=body, headers=admin_headers)).status_code == 201
+    for same in ("2026-01-02T11:00:00+01:00", "2026-01-02T10:00:00.000+00:00", "2026-01-02T05:00:00-05:00"):
+        again = await client.post("/v1/matches", json={**body, "played_at": same}, headers=admin_headers)
+        assert again.status_code == 200, (same, again.text)
+        assert again.json()["played_at"] == "2026-01-02T10:00:00Z"
+    later = await client.post(
+        "/v1/matches", json={**body, "played_at": "2026-01-02T11:00:00Z"}, headers=admin_headers
+    )
+    assert later.status_code == 409
+    assert "2026-01-02T10:00:00Z" in later.json()["detail"]
+    omitted = {k: v for k, v in body.items() if k != "played_at"}
+    assert (await client.post("/v1/matches", json=omitted, headers=admin_headers)).status_code == 200
+
+
+async def test_a_retry_may_send_back_the_stamped_played_at_or_omit_it(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    body = match(f"{mode}-s", mode, ["ann"], ["ben"])
+    first = await client.post("/v1/matches", json=body, headers=admin_headers)
+    stamped = first.json()["played_at"]
+    back = await client.post("/v1/matches", json={**body, "played_at": stamped}, headers=admin_headers)
+    assert (first.status_code, back.status_code) == (201, 200)
+    assert back.json() == {**first.json(), "created": False}
+    assert (await client.post("/v1/matches", json=body, headers=admin_headers)).status_code == 200
+    player = (await client.get("/v1/players/ann", headers=admin_headers)).json()
+    assert next(r for r in player["ratings"] if r["mode"] == mode)["matches"] == 1
+
+
+async def test_a_score_retried_as_its_rank_is_the_same_match(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    # The rating reads a score as its negated rank (the fingerprint does too); 0 negates to -0.0.
+    scored = {
+        "match_id": f"{mode}-sc",
+        "mode": mode,
+        "teams": [{"players": [{"id": "ann"}], "score": 3}, {"players": [{"id": "ben"}], "score": 0}],
+    }
+    ranked = {
+        **scored,
+        "teams": [{"players": [{"id": "ann"}], "rank": -3}, {"players": [{"id": "ben"}], "rank": 0}],
+    }
+    assert (await client.post("/v1/matches", json=scored, headers=admin_headers)).status_code == 201
+    assert (await client.post("/v1/matches", json=ranked, headers=admin_headers)).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda b: b["teams"][1].update(rank=2),
+        lambda b: b["teams"][0]["players"][0].update(weight=0.5),
+        lambda b: b["teams"][0]["players"].append({"id": "cy"}),
+        lambda b: b["teams"][1]["players"][0].update(id="cy"),
+        lambda b: b["teams"].reverse(),
+    ],
+    ids=["rank", "weight", "extra player", "other player", "teams swapped"],
+)
+async def test_any_real_difference_is_409(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str, change: Any
+) -> None:
+    body = match(f"{mode}-d", mode, ["ann"], ["ben"])
+    assert (await client.post("/v1/matches", json=body, headers=admin_headers)).status_code == 201
+    changed = copy.deepcopy(body)
+    change(changed)
+    assert (await client.post("/v1/matches", json=changed, headers=admin_headers)).status_code == 409
 
 
 async def test_different_body_under_a_used_id_is_409(api: AsyncClient, mode: str) -> None:

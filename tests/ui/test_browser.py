@@ -16,31 +16,21 @@ import httpx
 import pytest
 from PIL import Image
 from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.conftest import ADMIN_KEY
+from tests.ui.chromium import start_chromium
 
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-CHROMEDRIVER = Path(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
 BLUE = (0x25, 0x63, 0xEB)  # the online line
 ORANGE = (0xEA, 0x58, 0x0C)  # the smoothed line
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        pytest.fail(f"{', '.join(missing)} missing: install the Debian packages chromium and chromium-driver")
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,1000"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver = start_chromium()
     try:
         yield driver
     finally:
