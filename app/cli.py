@@ -219,6 +219,9 @@ def serve(settings: Settings) -> None:
             "log_config": None,
             "access_log": False,
             "lifespan": "on",
+            # The app decides which proxies' X-Forwarded-For to believe (TRUSTED_PROXIES);
+            # uvicorn's own rewrite would trust 127.0.0.1 before the app sees the request.
+            "proxy_headers": False,
         }
         if settings.workers > 1 and workers.supported():
             # A listening socket per worker (workers.py says why).
