@@ -89,7 +89,7 @@ def test_bad_arguments_are_one_line_and_status_2(args: list[str]) -> None:
 @pytest.mark.parametrize("command", ["replay", "smooth"])
 def test_an_unknown_mode_is_one_line_and_status_1(database_url: str, command: str) -> None:
     line = failure_line(run(command, "--mode", "zzz", DATABASE_URL=database_url), 1)
-    assert line == "error: no mode 'zzz'"
+    assert line == "error: mode 'zzz' does not exist; create it with PUT /v1/modes/zzz (admin)"
 
 
 def test_log_level_debug_shows_the_traceback(database_url: str) -> None:
