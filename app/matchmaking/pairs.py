@@ -7,12 +7,18 @@ of its longer wait. Candidates are then taken greedily by quality without overla
 1/2-approximation of the maximum-weight matching. Tickets whose neighbours were all taken
 pair with each other in skill order. Last comes 2-opt: two matches close in skill swap
 partners when that raises their total quality, with every exchange of a pass scored at once.
+
+Under a latency rule (latency.py) a pair must also share a region within the limit of its
+longer wait. Skill neighbours are then taken within each region: among the tickets that
+could ever play there, so a far-away neighbour in skill order does not hide a near one in
+the region. The candidates of all regions are pooled before the greedy pass.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from app.matchmaking.latency import LatencyRule
 from app.matchmaking.pool import FloatArray, IntArray, Match, Pool
 from app.matchmaking.quality import Relaxation, pair_quality
 
@@ -25,39 +31,66 @@ REPAIR_ROUNDS = 3
 class _Scored:
     """One group's solo tickets, sorted by skill: pair quality and threshold by position."""
 
-    def __init__(self, pool: Pool, rows: IntArray, beta2: float, relax: Relaxation) -> None:
+    def __init__(
+        self, pool: Pool, rows: IntArray, beta2: float, relax: Relaxation, rule: LatencyRule | None
+    ) -> None:
         self.mu = pool.mu[rows]
         self.var = pool.var[rows]
         self.waited = pool.waited[rows]
         self.beta2 = beta2
         self.relax = relax
+        self.rule = rule
+        self.ms = pool.latencies.ms[rows] if rule is not None and pool.latencies is not None else None
+
+    def lists(self) -> list[IntArray]:
+        """Positions (in skill order) among which neighbours are paired: all of them, or per
+        region those that could ever play there."""
+        if self.ms is None or self.rule is None:
+            return [np.arange(len(self.mu))]
+        widest = self.rule.widest
+        return [np.flatnonzero(self.ms[:, region] <= widest) for region in range(self.ms.shape[1])]
 
     def quality(self, a: IntArray, b: IntArray) -> FloatArray:
         return pair_quality(self.mu[a], self.var[a], self.mu[b], self.var[b], self.beta2)
 
     def clears(self, a: IntArray, b: IntArray, quality: FloatArray) -> np.ndarray:
-        return quality >= self.relax.thresholds(np.maximum(self.waited[a], self.waited[b]))
+        waited = np.maximum(self.waited[a], self.waited[b])
+        clear = quality >= self.relax.thresholds(waited)
+        if self.ms is not None and self.rule is not None:
+            clear &= np.maximum(self.ms[a], self.ms[b]).min(axis=1) <= self.rule.limits(waited)
+        return clear
 
 
 def pair_matches(
-    pool: Pool, rows: IntArray, beta2: float, relax: Relaxation, max_matches: int
+    pool: Pool,
+    rows: IntArray,
+    beta2: float,
+    relax: Relaxation,
+    max_matches: int,
+    rule: LatencyRule | None = None,
 ) -> list[Match]:
     """Up to max_matches pairs among `rows`: one group's solo tickets, sorted by skill."""
     count = len(rows)
     if count < 2:
         return []
-    scored = _Scored(pool, rows, beta2, relax)
-    firsts, seconds, qualities = [], [], []
-    for reach in range(1, min(NEIGHBOURS, count - 1) + 1):
-        a = np.arange(count - reach)
-        quality = scored.quality(a, a + reach)
-        keep = np.nonzero(scored.clears(a, a + reach, quality))[0]
-        firsts.append(keep)
-        seconds.append(keep + reach)
-        qualities.append(quality[keep])
+    scored = _Scored(pool, rows, beta2, relax, rule)
+    lists = scored.lists()
+    firsts, seconds = [], []
+    for positions in lists:
+        for reach in range(1, min(NEIGHBOURS, len(positions) - 1) + 1):
+            firsts.append(positions[:-reach])
+            seconds.append(positions[reach:])
+    if not firsts:
+        return []
     first = np.concatenate(firsts)
     second = np.concatenate(seconds)
-    quality = np.concatenate(qualities)
+    if len(lists) > 1:
+        # Two tickets near in skill in several regions are one candidate.
+        _, unique = np.unique(first * count + second, return_index=True)
+        first, second = first[unique], second[unique]
+    quality = scored.quality(first, second)
+    keep = np.nonzero(scored.clears(first, second, quality))[0]
+    first, second, quality = first[keep], second[keep], quality[keep]
     used = bytearray(count)
     taken_a: list[int] = []
     taken_b: list[int] = []
@@ -72,13 +105,17 @@ def pair_matches(
         used[i] = used[j] = 1
         taken_a.append(i)
         taken_b.append(j)
-    if len(taken_a) < max_matches:
+    for positions in lists:
+        if len(taken_a) >= max_matches:
+            break
         # Tickets whose neighbours were all taken may still pair with each other.
-        free = np.array([i for i in range(count) if not used[i]], dtype=np.int64)
+        free = np.array([i for i in positions.tolist() if not used[i]], dtype=np.int64)
         a, b = free[0 : len(free) - 1 : 2], free[1::2]
         clear = np.nonzero(scored.clears(a, b, scored.quality(a, b)))[0][: max_matches - len(taken_a)]
-        taken_a += a[clear].tolist()
-        taken_b += b[clear].tolist()
+        for i, j in zip(a[clear].tolist(), b[clear].tolist(), strict=True):
+            used[i] = used[j] = 1
+            taken_a.append(i)
+            taken_b.append(j)
     a, b = _repair(np.array(taken_a, dtype=np.int64), np.array(taken_b, dtype=np.int64), scored)
     final = scored.quality(a, b).tolist()
     longest = np.maximum(scored.waited[a], scored.waited[b]).tolist()
