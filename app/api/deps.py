@@ -17,6 +17,7 @@ from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
 from app.config import Settings
 from app.errors import TooManyRequests
+from app.queues.watch import TicketWatch
 
 
 @dataclass
@@ -28,9 +29,12 @@ class Resources:
     sessions: async_sessionmaker[AsyncSession]
     redis: Redis
     limits: TokenBuckets = field(init=False)
+    # Long-polls on queue tickets wait here (one Redis subscription per process).
+    tickets: TicketWatch = field(init=False)
 
     def __post_init__(self) -> None:
         self.limits = TokenBuckets(self.settings.rate_limit_per_s, self.settings.rate_limit_burst)
+        self.tickets = TicketWatch(self.redis)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`
@@ -59,6 +63,13 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 # never told 201 for a write whose commit then failed (or whose process then died).
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 RedisDep = Annotated[Redis, Depends(get_redis)]
+
+
+async def get_ticket_watch(res: Annotated[Resources, Depends(resources)]) -> TicketWatch:
+    return res.tickets
+
+
+TicketWatchDep = Annotated[TicketWatch, Depends(get_ticket_watch)]
 
 
 def bearer_token(request: Request) -> str | None:
