@@ -32,7 +32,7 @@ async def test_a_long_poll_is_woken_by_a_match_made_in_another_process(
     await asyncio.sleep(0.5)
     assert not any(poll.done() for poll in polls)
     started = time.monotonic()
-    async with httpx.AsyncClient(base_url=live_server, timeout=30) as remote:
+    async with httpx.AsyncClient(base_url=live_server, headers=admin_headers, timeout=30) as remote:
         made = (await remote.post(f"/v1/queues/{mode}/matchmake")).json()["matches"]
     assert len(made) == 3
     answers = await asyncio.wait_for(asyncio.gather(*polls), 10)
@@ -168,7 +168,7 @@ async def test_requeues_racing_a_matchmaker_never_put_a_ticket_in_two_live_propo
     every = {t["ticket_id"] for t in created["tickets"]}
     live: dict[str, set[str]] = {}  # proposal -> its tickets, while it stands
     cancelled: set[str] = set()
-    async with httpx.AsyncClient(base_url=live_server, timeout=60) as remote:
+    async with httpx.AsyncClient(base_url=live_server, headers=admin_headers, timeout=60) as remote:
 
         async def matchmaker() -> None:
             for _ in range(30):
@@ -246,6 +246,7 @@ async def test_latency_pools_form_matches_only_within_the_limit(
 
 
 async def test_bad_input_names_the_field(client: httpx.AsyncClient, admin_headers: dict[str, str]) -> None:
+    client.headers.update(admin_headers)
     mode = await make_mode(client, admin_headers)
     url = f"/v1/queues/{mode}/tickets"
 
