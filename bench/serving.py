@@ -28,6 +28,7 @@ class Served:
     key: str  # the admin key
     workdir: Path  # a temp dir, removed at the end
     socket_dir: str  # the embedded PostgreSQL's socket directory
+    pid: int = 0  # the service's process (with WORKERS=1, the one serving)
 
     @property
     def database_url(self) -> str:
@@ -78,7 +79,7 @@ def serving(name: str, workers: int = 1, **settings: str) -> Iterator[Served]:
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(base, service)
-        yield Served(base, key, workdir, str((workdir / "data" / "postgres").resolve()))
+        yield Served(base, key, workdir, str((workdir / "data" / "postgres").resolve()), service.pid)
     finally:
         service.send_signal(signal.SIGINT)
         try:

@@ -116,14 +116,18 @@ async def wait_for_ticket(
         with watch.watching(ticket_id) as woken:
             remaining = deadline - time.monotonic()
             live = remaining > 0 and await watch.subscribed(remaining)
-            ticket = await store.ticket(ticket_id, time.time())
+            async with watch.readers:
+                ticket = await store.ticket(ticket_id, time.time())
             if ticket is None:
                 raise NotFound(f"no ticket {ticket_id!r} in {mode!r}")
             remaining = deadline - time.monotonic()
             if ticket.status != "queued" or not live or remaining <= 0:
                 return _ticket_out(ticket_id, ticket)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken, remaining)
+                # Woken with the ticket's new state, read for all the polls an event woke.
+                state = await asyncio.wait_for(woken, remaining)
+                if state is not None and state.status != "queued":
+                    return _ticket_out(ticket_id, state)
 
 
 async def player_ticket(redis: Redis, mode: str, player: str) -> TicketOut:

@@ -214,6 +214,37 @@ class QueueStore:
         body = await self.redis.hget(self.keys.done(proposal), proposal) if proposal else None
         return TicketState(state, _text(body) if body is not None else None)
 
+    async def finished(self, ticket_ids: Sequence[str]) -> list[TicketState | None]:
+        """The statuses of tickets that left the pool, with their proposals, in two round trips
+        whatever their number; None for a ticket with no status (still waiting, or requeued)."""
+        statuses = await self._read_done(ticket_ids)
+        states = [_text(status).partition(" ") if status is not None else None for status in statuses]
+        proposals = sorted({state[2] for state in states if state is not None and state[2]})
+        bodies = dict(zip(proposals, await self._read_done(proposals), strict=True))
+        return [
+            None
+            if state is None
+            else TicketState(state[0], _text(bodies[state[2]]) if bodies.get(state[2]) else None)
+            for state in states
+        ]
+
+    async def _read_done(self, ids: Sequence[str]) -> list[Any]:
+        """The done-hash fields of these ids, one HMGET per hash, in one pipelined round trip."""
+        by_key: dict[str, list[int]] = {}
+        for number, some_id in enumerate(ids):
+            by_key.setdefault(self.keys.done(some_id), []).append(number)
+        found: list[Any] = [None] * len(ids)
+        if not by_key:
+            return found
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key, numbers in by_key.items():
+                pipe.hmget(key, [ids[number] for number in numbers])
+            replies = await pipe.execute()
+        for numbers, values in zip(by_key.values(), replies, strict=True):
+            for number, value in zip(numbers, values, strict=True):
+                found[number] = value
+        return found
+
     async def player_ticket(self, player: str, now: float) -> tuple[str, TicketState] | None:
         """The player's active ticket: queued, or matched in a proposal that stands (its status
         stays "matched" until the proposal is requeued), with its id; None otherwise."""
