@@ -53,6 +53,15 @@ class _Scored:
     def quality(self, a: IntArray, b: IntArray) -> FloatArray:
         return pair_quality(self.mu[a], self.var[a], self.mu[b], self.var[b], self.beta2)
 
+    def clears_in(self, region: int, a: IntArray, b: IntArray, quality: FloatArray) -> np.ndarray:
+        """`clears`, with the latency checked in this region only (any region without a rule)."""
+        waited = np.maximum(self.waited[a], self.waited[b])
+        clear = quality >= self.relax.thresholds(waited)
+        if self.ms is not None and self.rule is not None:
+            column = self.ms[:, region]
+            clear &= np.maximum(column[a], column[b]) <= self.rule.limits(waited)
+        return clear
+
     def clears(self, a: IntArray, b: IntArray, quality: FloatArray) -> np.ndarray:
         waited = np.maximum(self.waited[a], self.waited[b])
         clear = quality >= self.relax.thresholds(waited)
@@ -75,22 +84,24 @@ def pair_matches(
         return []
     scored = _Scored(pool, rows, beta2, relax, rule)
     lists = scored.lists()
-    firsts, seconds = [], []
-    for positions in lists:
+    firsts, seconds, qualities = [], [], []
+    for region, positions in enumerate(lists):
         for reach in range(1, min(NEIGHBOURS, len(positions) - 1) + 1):
-            firsts.append(positions[:-reach])
-            seconds.append(positions[reach:])
+            a, b = positions[:-reach], positions[reach:]
+            quality = scored.quality(a, b)
+            # In a region's list, a pair is checked in that region alone: cheaper than every
+            # region, and a pair that fits elsewhere is a candidate of that region's list.
+            keep = np.nonzero(scored.clears_in(region, a, b, quality))[0]
+            firsts.append(a[keep])
+            seconds.append(b[keep])
+            qualities.append(quality[keep])
     if not firsts:
         return []
+    # A pair near in skill in several regions is a candidate several times: harmless, as the
+    # greedy pass skips a pair whose tickets are taken.
     first = np.concatenate(firsts)
     second = np.concatenate(seconds)
-    if len(lists) > 1:
-        # Two tickets near in skill in several regions are one candidate.
-        _, unique = np.unique(first * count + second, return_index=True)
-        first, second = first[unique], second[unique]
-    quality = scored.quality(first, second)
-    keep = np.nonzero(scored.clears(first, second, quality))[0]
-    first, second, quality = first[keep], second[keep], quality[keep]
+    quality = np.concatenate(qualities)
     used = bytearray(count)
     taken_a: list[int] = []
     taken_b: list[int] = []
