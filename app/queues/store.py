@@ -450,13 +450,16 @@ def _latencies(values: list[bytes], players: Any, counts: Any) -> Latencies | No
     if not located:
         return None
     by_names: dict[bytes, tuple[list[int], list[bytes]]] = {}
+    sizes, lengths = players.tolist(), counts.tolist()
     for row in located:
-        start = HEADER_BYTES + 16 * int(players[row])
-        end = start + 8 * int(counts[row])
-        names = value_names(values[row], end)
+        value = values[row]
+        start = HEADER_BYTES + 16 * sizes[row]
+        end = start + 8 * lengths[row]
+        # The tail: attributes, a newline, the region names, a newline, the players.
+        names = value[end:].split(b"\n", 2)[1]
         rows, doubles = by_names.setdefault(names, ([], []))
         rows.append(row)
-        doubles.append(values[row][start:end])
+        doubles.append(value[start:end])
     regions = sorted({name for names in by_names for name in names.split(b"\t")})
     column = {name: number for number, name in enumerate(regions)}
     ms = np.zeros((len(values), len(regions)))
@@ -468,12 +471,6 @@ def _latencies(values: list[bytes], players: Any, counts: Any) -> Latencies | No
         block = np.frombuffer(b"".join(doubles), dtype="<f8").reshape(len(rows), len(columns))
         ms[np.ix_(rows, columns)] = block
     return Latencies([name.decode() for name in regions], ms, located_rows)
-
-
-def value_names(value: bytes, start: int) -> bytes:
-    """The tab-joined region names of a pool value whose tail starts at `start`."""
-    first = value.index(b"\n", start) + 1
-    return value[first : value.index(b"\n", first)]
 
 
 def _kept(ttl: float) -> int:
