@@ -94,13 +94,8 @@ async def get_ticket(
     a long-poll: the answer comes once the ticket is matched, cancelled or expired (by any
     instance of the service), or when the wait is over."""
     if not wait:
-        return Response((await service.get_ticket(redis, mode, ticket_id)).model_dump_json(), media_type=JSON)
-
-    async def answer() -> bytes:
-        ticket = await service.wait_for_ticket(redis, watch, mode, ticket_id, wait)
-        return ticket.model_dump_json().encode()
-
-    return DeferredJson(answer)
+        return Response(await service.get_ticket(redis, mode, ticket_id), media_type=JSON)
+    return DeferredJson(lambda: service.wait_for_ticket(redis, watch, mode, ticket_id, wait))
 
 
 @router.get(

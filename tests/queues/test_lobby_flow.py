@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from app.queues.schemas import TicketOut
 from tests.queues.helpers import make_mode
 
 OPEN = {"quality_start": 0.0, "quality_floor": 0.0}
@@ -41,6 +42,13 @@ async def test_a_long_poll_is_woken_by_a_match_made_in_another_process(
     by_ticket = {p["ticket_id"]: p["match"]["proposal_id"] for a in answers for p in [a.json()]}
     assert {t: by_ticket[t] for t in tickets} == {t: m["proposal_id"] for m in made for t in m["ticket_ids"]}
     assert all(a.json()["status"] == "matched" for a in answers)
+    # Written directly from what Redis holds: still the documented shape, with the match whole.
+    for answer in answers:
+        ticket = TicketOut.model_validate_json(answer.content)
+        assert ticket.match is not None
+        assert ticket.match.model_dump() == next(
+            m for m in made if m["proposal_id"] == ticket.match.proposal_id
+        )
 
 
 async def test_a_long_poll_answers_queued_when_the_wait_runs_out_and_at_once_when_finished(
