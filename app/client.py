@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from app.matches.schemas import MatchIn, MatchOut
 from app.modes.schemas import ModeList, ModeOut
 from app.players.schemas import PlayerMatches, PlayerOut
+from app.queues.schemas import MatchmakeOut, RequeueOut, TicketBatchOut, TicketCreated, TicketIn, TicketOut
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -39,6 +40,7 @@ class _Call(Generic[T]):
     model: type[T]
     json: Any = None
     params: dict[str, Any] | None = None
+    timeout: float | None = None  # a long-poll's; None: the client's
 
     def parse(self, response: httpx.Response) -> T:
         if response.is_error:
@@ -47,7 +49,21 @@ class _Call(Generic[T]):
             except ValueError:
                 problem = {"detail": response.text}
             raise ApiError(response.status_code, problem)
+        if response.status_code == 204:
+            return self.model()
         return self.model.model_validate_json(response.content)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return {"json": self.json, "params": self.params, "timeout": self.timeout or httpx.USE_CLIENT_DEFAULT}
+
+
+class _NoContent(BaseModel):
+    """A 204's (empty) body."""
+
+
+# A long-poll's HTTP timeout: its wait, plus this much for the answer to arrive.
+WAIT_MARGIN_SECONDS = 10.0
 
 
 def _body(match: MatchIn | dict[str, Any]) -> Any:
@@ -98,6 +114,45 @@ class _Calls:
     def list_modes() -> _Call[ModeList]:
         return _Call("GET", "/v1/modes", ModeList)
 
+    @staticmethod
+    def enqueue(mode: str, ticket: TicketIn | dict[str, Any]) -> _Call[TicketCreated]:
+        return _Call("POST", f"/v1/queues/{mode}/tickets", TicketCreated, json=_ticket(ticket))
+
+    @staticmethod
+    def enqueue_batch(mode: str, tickets: list[TicketIn | dict[str, Any]]) -> _Call[TicketBatchOut]:
+        body = {"tickets": [_ticket(ticket) for ticket in tickets]}
+        return _Call("POST", f"/v1/queues/{mode}/tickets/batch", TicketBatchOut, json=body)
+
+    @staticmethod
+    def get_ticket(mode: str, ticket_id: str, wait: float | None) -> _Call[TicketOut]:
+        params = None if wait is None else {"wait": wait}
+        timeout = None if wait is None else wait + WAIT_MARGIN_SECONDS
+        return _Call(
+            "GET", f"/v1/queues/{mode}/tickets/{ticket_id}", TicketOut, params=params, timeout=timeout
+        )
+
+    @staticmethod
+    def player_ticket(mode: str, player_id: str) -> _Call[TicketOut]:
+        return _Call("GET", f"/v1/queues/{mode}/players/{player_id}/ticket", TicketOut)
+
+    @staticmethod
+    def cancel_ticket(mode: str, ticket_id: str) -> _Call[_NoContent]:
+        return _Call("DELETE", f"/v1/queues/{mode}/tickets/{ticket_id}", _NoContent)
+
+    @staticmethod
+    def matchmake(mode: str, max_matches: int | None) -> _Call[MatchmakeOut]:
+        body = None if max_matches is None else {"max_matches": max_matches}
+        return _Call("POST", f"/v1/queues/{mode}/matchmake", MatchmakeOut, json=body)
+
+    @staticmethod
+    def requeue(mode: str, proposal_id: str, cancel: list[str]) -> _Call[RequeueOut]:
+        path = f"/v1/queues/{mode}/proposals/{proposal_id}/requeue"
+        return _Call("POST", path, RequeueOut, json={"cancel": cancel})
+
+
+def _ticket(ticket: TicketIn | dict[str, Any]) -> Any:
+    return ticket.model_dump(mode="json") if isinstance(ticket, TicketIn) else ticket
+
 
 def _headers(api_key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}", "User-Agent": "skillservice-client/1"}
@@ -119,7 +174,7 @@ class Client:
         )
 
     def _run(self, call: _Call[T]) -> T:
-        return call.parse(self._http.request(call.method, call.path, json=call.json, params=call.params))
+        return call.parse(self._http.request(call.method, call.path, **call.options))
 
     def post_match(self, match: MatchIn | dict[str, Any]) -> MatchOut:
         return self._run(_Calls.post_match(match))
@@ -150,6 +205,31 @@ class Client:
     def list_modes(self) -> list[ModeOut]:
         return self._run(_Calls.list_modes()).modes
 
+    def enqueue(self, mode: str, ticket: TicketIn | dict[str, Any]) -> TicketCreated:
+        return self._run(_Calls.enqueue(mode, ticket))
+
+    def enqueue_batch(self, mode: str, tickets: list[TicketIn | dict[str, Any]]) -> TicketBatchOut:
+        return self._run(_Calls.enqueue_batch(mode, tickets))
+
+    def get_ticket(self, mode: str, ticket_id: str) -> TicketOut:
+        return self._run(_Calls.get_ticket(mode, ticket_id, None))
+
+    def wait_for_ticket(self, mode: str, ticket_id: str, wait: float = 30.0) -> TicketOut:
+        """Long-poll: the ticket once it leaves `queued`, or as it is after `wait` s (≤ 60)."""
+        return self._run(_Calls.get_ticket(mode, ticket_id, wait))
+
+    def player_ticket(self, mode: str, player_id: str) -> TicketOut:
+        return self._run(_Calls.player_ticket(mode, player_id))
+
+    def cancel_ticket(self, mode: str, ticket_id: str) -> None:
+        self._run(_Calls.cancel_ticket(mode, ticket_id))
+
+    def matchmake(self, mode: str, max_matches: int | None = None) -> MatchmakeOut:
+        return self._run(_Calls.matchmake(mode, max_matches))
+
+    def requeue(self, mode: str, proposal_id: str, cancel: list[str] | None = None) -> RequeueOut:
+        return self._run(_Calls.requeue(mode, proposal_id, cancel or []))
+
     def close(self) -> None:
         self._http.close()
 
@@ -176,9 +256,7 @@ class AsyncClient:
         )
 
     async def _run(self, call: _Call[T]) -> T:
-        return call.parse(
-            await self._http.request(call.method, call.path, json=call.json, params=call.params)
-        )
+        return call.parse(await self._http.request(call.method, call.path, **call.options))
 
     async def post_match(self, match: MatchIn | dict[str, Any]) -> MatchOut:
         return await self._run(_Calls.post_match(match))
@@ -208,6 +286,31 @@ class AsyncClient:
 
     async def list_modes(self) -> list[ModeOut]:
         return (await self._run(_Calls.list_modes())).modes
+
+    async def enqueue(self, mode: str, ticket: TicketIn | dict[str, Any]) -> TicketCreated:
+        return await self._run(_Calls.enqueue(mode, ticket))
+
+    async def enqueue_batch(self, mode: str, tickets: list[TicketIn | dict[str, Any]]) -> TicketBatchOut:
+        return await self._run(_Calls.enqueue_batch(mode, tickets))
+
+    async def get_ticket(self, mode: str, ticket_id: str) -> TicketOut:
+        return await self._run(_Calls.get_ticket(mode, ticket_id, None))
+
+    async def wait_for_ticket(self, mode: str, ticket_id: str, wait: float = 30.0) -> TicketOut:
+        """Long-poll: the ticket once it leaves `queued`, or as it is after `wait` s (≤ 60)."""
+        return await self._run(_Calls.get_ticket(mode, ticket_id, wait))
+
+    async def player_ticket(self, mode: str, player_id: str) -> TicketOut:
+        return await self._run(_Calls.player_ticket(mode, player_id))
+
+    async def cancel_ticket(self, mode: str, ticket_id: str) -> None:
+        await self._run(_Calls.cancel_ticket(mode, ticket_id))
+
+    async def matchmake(self, mode: str, max_matches: int | None = None) -> MatchmakeOut:
+        return await self._run(_Calls.matchmake(mode, max_matches))
+
+    async def requeue(self, mode: str, proposal_id: str, cancel: list[str] | None = None) -> RequeueOut:
+        return await self._run(_Calls.requeue(mode, proposal_id, cancel or []))
 
     async def aclose(self) -> None:
         await self._http.aclose()
