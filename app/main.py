@@ -77,11 +77,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = build_engine(config, database_url)
         redis = build_redis(config, redis_url)
         sessions = build_sessionmaker(engine)
-        app.state.resources = Resources(config, engine, sessions, redis)
+        app.state.resources = resources = Resources(config, engine, sessions, redis)
+        resources.tickets.start()
         maintenance = asyncio.create_task(background.maintain(sessions, config.maintenance_every_s))
         try:
             yield
         finally:
+            await resources.tickets.stop()
             maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await maintenance

@@ -18,6 +18,7 @@ from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
 from app.config import Settings
 from app.errors import TooManyRequests, Unauthorized
+from app.queues.watch import TicketWatch
 
 
 @dataclass
@@ -30,12 +31,15 @@ class Resources:
     redis: Redis
     limits: TokenBuckets = field(init=False)  # requests per key
     auth_failures: TokenBuckets = field(init=False)  # failed authentications per client address
+    # Long-polls on queue tickets wait here (one Redis subscription per process).
+    tickets: TicketWatch = field(init=False)
 
     def __post_init__(self) -> None:
         self.limits = TokenBuckets(self.settings.rate_limit_per_s, self.settings.rate_limit_burst)
         self.auth_failures = TokenBuckets(
             self.settings.auth_failures_per_s, self.settings.auth_failure_burst, max_buckets=4096
         )
+        self.tickets = TicketWatch(self.redis)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`
@@ -64,6 +68,13 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 # never told 201 for a write whose commit then failed (or whose process then died).
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 RedisDep = Annotated[Redis, Depends(get_redis)]
+
+
+async def get_ticket_watch(res: Annotated[Resources, Depends(resources)]) -> TicketWatch:
+    return res.tickets
+
+
+TicketWatchDep = Annotated[TicketWatch, Depends(get_ticket_watch)]
 
 
 def bearer_token(request: Request) -> str | None:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from collections.abc import Awaitable, Callable
+from typing import Annotated
 
-from app.api.deps import MatchmakingKey, RedisDep, SessionDep
+from fastapi import APIRouter, Query, Response, status
+from starlette.types import Receive, Scope, Send
+
+from app.api.deps import MatchmakingKey, RedisDep, SessionDep, TicketWatchDep
 from app.ids import Identifier
 from app.queues import service
 from app.queues.schemas import (
+    MAX_WAIT_SECONDS,
     MatchmakeIn,
     MatchmakeOut,
     QueueStats,
+    RequeueIn,
+    RequeueOut,
     TicketBatchIn,
     TicketBatchOut,
     TicketCreated,
@@ -19,6 +26,23 @@ from app.queues.schemas import (
 )
 
 router = APIRouter(prefix="/v1/queues", tags=["matchmaking queue"])
+
+JSON = "application/json"
+
+
+class DeferredJson(Response):
+    """A JSON response whose body is made as it is sent. FastAPI closes the request's
+    function-scoped dependencies (the key check's database session among them) before it
+    sends the response, so a long-poll waiting here holds no database connection."""
+
+    def __init__(self, make: Callable[[], Awaitable[bytes]]) -> None:
+        super().__init__(media_type=JSON)
+        self._make = make
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.body = await self._make()
+        self.init_headers()
+        await super().__call__(scope, receive, send)
 
 
 @router.post(
@@ -50,10 +74,43 @@ async def create_tickets(
 
 @router.get("/{mode}/tickets/{ticket_id}", operation_id="get_ticket", response_model=TicketOut)
 async def get_ticket(
-    mode: Identifier, ticket_id: Identifier, redis: RedisDep, _: MatchmakingKey
+    mode: Identifier,
+    ticket_id: Identifier,
+    redis: RedisDep,
+    watch: TicketWatchDep,
+    _: MatchmakingKey,
+    wait: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            allow_inf_nan=False,
+            description="long-poll: answer as soon as the ticket leaves `queued`, or after this many "
+            "seconds (at most 60) with its status then",
+        ),
+    ] = None,
+) -> Response:
+    """A ticket's status (queued, matched, cancelled or expired) and its match. With `wait`,
+    a long-poll: the answer comes once the ticket is matched, cancelled or expired (by any
+    instance of the service), or when the wait is over."""
+    if not wait:
+        return Response(await service.get_ticket(redis, mode, ticket_id), media_type=JSON)
+    return DeferredJson(lambda: service.wait_for_ticket(redis, watch, mode, ticket_id, wait))
+
+
+@router.get(
+    "/{mode}/players/{player_id}/ticket",
+    operation_id="get_player_ticket",
+    response_model=TicketOut,
+    responses={404: {"description": "The player holds no active ticket in this mode"}},
+)
+async def get_player_ticket(
+    mode: Identifier, player_id: Identifier, redis: RedisDep, _: MatchmakingKey
 ) -> TicketOut:
-    """A ticket's status (queued, matched, cancelled or expired) and its match."""
-    return await service.get_ticket(redis, mode, ticket_id)
+    """The player's active ticket: queued, or matched in a proposal that stands (not
+    requeued). A player who queued again after a match gets the new ticket; 404 when the
+    player holds none (never queued, or cancelled, expired, cancelled by a requeue)."""
+    return await service.player_ticket(redis, mode, player_id)
 
 
 @router.delete(
@@ -72,13 +129,43 @@ async def cancel_ticket(
 
 @router.post("/{mode}/matchmake", operation_id="matchmake", response_model=MatchmakeOut)
 async def matchmake(
-    mode: Identifier, body: MatchmakeIn, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+    mode: Identifier,
+    session: SessionDep,
+    redis: RedisDep,
+    _: MatchmakingKey,
+    body: MatchmakeIn | None = None,
 ) -> Response:
     """Form up to max_matches matches of the mode's shape, best draw quality first. Each
-    is claimed atomically: no ticket is ever in two proposals."""
+    is claimed atomically: no ticket is ever in two proposals. No body means the defaults.
+    Under the mode's latency rule each match names its `region`."""
     # The proposals' JSON, as stored on their tickets: built once, sent as is.
-    content = await service.matchmake(session, redis, mode, body.max_matches)
-    return Response(content, media_type="application/json")
+    content = await service.matchmake(session, redis, mode, (body or MatchmakeIn()).max_matches)
+    return Response(content, media_type=JSON)
+
+
+@router.post(
+    "/{mode}/proposals/{proposal_id}/requeue",
+    operation_id="requeue_proposal",
+    response_model=RequeueOut,
+    responses={
+        404: {"description": "No such proposal in this mode"},
+        409: {"description": "The proposal was already requeued"},
+    },
+)
+async def requeue_proposal(
+    mode: Identifier,
+    proposal_id: Identifier,
+    session: SessionDep,
+    redis: RedisDep,
+    _: MatchmakingKey,
+    body: RequeueIn | None = None,
+) -> RequeueOut:
+    """A proposal fell through (a player declined, no server started): the listed tickets
+    are cancelled, and every other ticket of the proposal queues again with its original
+    enqueue time, so it keeps its wait and its relaxed thresholds. Atomic; each ticket's
+    status says what happened (a ticket past its TTL expires; one whose player holds a newer
+    ticket is cancelled). A second requeue of the proposal is a 409."""
+    return await service.requeue(session, redis, mode, proposal_id, body or RequeueIn())
 
 
 @router.get("/{mode}", operation_id="queue_stats", response_model=QueueStats)

@@ -79,6 +79,7 @@ class Request:
     path: Mapping[str, str] = field(default_factory=dict)
     query: Mapping[str, Any] | None = None
     json: Any = None
+    timeout: float | None = None  # seconds; None: the client's own (a long-poll needs longer)
 
 
 def body(value: BaseModel | Any) -> Any:
@@ -107,6 +108,10 @@ class Call(Generic[T]):
         if self.request.query is None:
             return None
         return {k: v for k, v in self.request.query.items() if v is not None}
+
+    @property
+    def timeout(self) -> float | httpx._client.UseClientDefault:
+        return httpx.USE_CLIENT_DEFAULT if self.request.timeout is None else self.request.timeout
 
     def answer(self, response: httpx.Response) -> T:
         """The decoded answer, or ApiError for an error status."""

@@ -44,7 +44,7 @@ class Client(Operations):
             retries.sent += 1
             try:
                 response = self._http.request(
-                    call.method, call.url, params=call.query, json=call.request.json
+                    call.method, call.url, params=call.query, json=call.request.json, timeout=call.timeout
                 )
             except httpx.TransportError as error:
                 wait = retries.wait_before_next(call.repeatable, error)
@@ -87,7 +87,7 @@ class AsyncClient(Operations):
             retries.sent += 1
             try:
                 response = await self._http.request(
-                    call.method, call.url, params=call.query, json=call.request.json
+                    call.method, call.url, params=call.query, json=call.request.json, timeout=call.timeout
                 )
             except httpx.TransportError as error:
                 wait = retries.wait_before_next(call.repeatable, error)

@@ -23,6 +23,7 @@ from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut
 from app.queues.schemas import (
     MatchmakeOut,
     QueueStats,
+    RequeueOut,
     TicketBatchOut,
     TicketCreated,
     TicketIn,
@@ -139,9 +140,26 @@ class Operations:
         return Request({"mode": mode}, json={"tickets": [body(ticket) for ticket in tickets]})
 
     @operation("GET", "/v1/queues/{mode}/tickets/{ticket_id}", model(TicketOut))
-    def get_ticket(self, mode: str, ticket_id: str) -> Request:
-        """A ticket's status and, once matched, its match."""
-        return Request({"mode": mode, "ticket_id": ticket_id})
+    def get_ticket(self, mode: str, ticket_id: str, wait: float | None = None) -> Request:
+        """A ticket's status and, once matched, its match. With `wait` (seconds, at most 60) a
+        long-poll: answered as soon as the ticket leaves `queued`, or after `wait` as it is."""
+        if wait is None:
+            return Request({"mode": mode, "ticket_id": ticket_id})
+        # The HTTP timeout covers the wait plus the answer's way back.
+        return Request({"mode": mode, "ticket_id": ticket_id}, {"wait": wait}, timeout=wait + 10.0)
+
+    @operation("GET", "/v1/queues/{mode}/players/{player_id}/ticket", model(TicketOut))
+    def get_player_ticket(self, mode: str, player_id: str) -> Request:
+        """The player's active ticket (queued, or matched in a proposal that stands); 404 if none."""
+        return Request({"mode": mode, "player_id": player_id})
+
+    @operation(
+        "POST", "/v1/queues/{mode}/proposals/{proposal_id}/requeue", model(RequeueOut), repeatable=False
+    )
+    def requeue_proposal(self, mode: str, proposal_id: str, cancel: Sequence[str] = ()) -> Request:
+        """A proposal fell through: cancel the listed tickets, put the others back with their
+        original wait (409 when already requeued, so a lost answer is not resent)."""
+        return Request({"mode": mode, "proposal_id": proposal_id}, json={"cancel": list(cancel)})
 
     @operation("DELETE", "/v1/queues/{mode}/tickets/{ticket_id}", no_content)
     def cancel_ticket(self, mode: str, ticket_id: str) -> Request:
@@ -149,9 +167,10 @@ class Operations:
         return Request({"mode": mode, "ticket_id": ticket_id})
 
     @operation("POST", "/v1/queues/{mode}/matchmake", model(MatchmakeOut), repeatable=False)
-    def matchmake(self, mode: str, max_matches: int = 10) -> Request:
-        """Form and claim up to `max_matches` matches, best draw quality first."""
-        return Request({"mode": mode}, json={"max_matches": max_matches})
+    def matchmake(self, mode: str, max_matches: int | None = None) -> Request:
+        """Form and claim up to `max_matches` matches (default: the service's), best draw
+        quality first."""
+        return Request({"mode": mode}, json=None if max_matches is None else {"max_matches": max_matches})
 
     @operation("GET", "/v1/queues/{mode}", model(QueueStats))
     def queue_stats(self, mode: str) -> Request:

@@ -7,12 +7,18 @@ of its longer wait. Candidates are then taken greedily by quality without overla
 1/2-approximation of the maximum-weight matching. Tickets whose neighbours were all taken
 pair with each other in skill order. Last comes 2-opt: two matches close in skill swap
 partners when that raises their total quality, with every exchange of a pass scored at once.
+
+Under a latency rule (latency.py) a pair must also share a region within the limit of its
+longer wait. Skill neighbours are then taken within each region: among the tickets that
+could ever play there, so a far-away neighbour in skill order does not hide a near one in
+the region. The candidates of all regions are pooled before the greedy pass.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from app.matchmaking.latency import LatencyRule
 from app.matchmaking.pool import FloatArray, IntArray, Match, Pool
 from app.matchmaking.quality import Relaxation, pair_quality
 
@@ -25,36 +31,74 @@ REPAIR_ROUNDS = 3
 class _Scored:
     """One group's solo tickets, sorted by skill: pair quality and threshold by position."""
 
-    def __init__(self, pool: Pool, rows: IntArray, beta2: float, relax: Relaxation) -> None:
+    def __init__(
+        self, pool: Pool, rows: IntArray, beta2: float, relax: Relaxation, rule: LatencyRule | None
+    ) -> None:
         self.mu = pool.mu[rows]
         self.var = pool.var[rows]
         self.waited = pool.waited[rows]
         self.beta2 = beta2
         self.relax = relax
+        self.rule = rule
+        self.ms = pool.latencies.ms[rows] if rule is not None and pool.latencies is not None else None
+
+    def lists(self) -> list[IntArray]:
+        """Positions (in skill order) among which neighbours are paired: all of them, or per
+        region those that could ever play there."""
+        if self.ms is None or self.rule is None:
+            return [np.arange(len(self.mu))]
+        widest = self.rule.widest
+        return [np.flatnonzero(self.ms[:, region] <= widest) for region in range(self.ms.shape[1])]
 
     def quality(self, a: IntArray, b: IntArray) -> FloatArray:
         return pair_quality(self.mu[a], self.var[a], self.mu[b], self.var[b], self.beta2)
 
+    def clears_in(self, region: int, a: IntArray, b: IntArray, quality: FloatArray) -> np.ndarray:
+        """`clears`, with the latency checked in this region only (any region without a rule)."""
+        waited = np.maximum(self.waited[a], self.waited[b])
+        clear = quality >= self.relax.thresholds(waited)
+        if self.ms is not None and self.rule is not None:
+            column = self.ms[:, region]
+            clear &= np.maximum(column[a], column[b]) <= self.rule.limits(waited)
+        return clear
+
     def clears(self, a: IntArray, b: IntArray, quality: FloatArray) -> np.ndarray:
-        return quality >= self.relax.thresholds(np.maximum(self.waited[a], self.waited[b]))
+        waited = np.maximum(self.waited[a], self.waited[b])
+        clear = quality >= self.relax.thresholds(waited)
+        if self.ms is not None and self.rule is not None:
+            clear &= np.maximum(self.ms[a], self.ms[b]).min(axis=1) <= self.rule.limits(waited)
+        return clear
 
 
 def pair_matches(
-    pool: Pool, rows: IntArray, beta2: float, relax: Relaxation, max_matches: int
+    pool: Pool,
+    rows: IntArray,
+    beta2: float,
+    relax: Relaxation,
+    max_matches: int,
+    rule: LatencyRule | None = None,
 ) -> list[Match]:
     """Up to max_matches pairs among `rows`: one group's solo tickets, sorted by skill."""
     count = len(rows)
     if count < 2:
         return []
-    scored = _Scored(pool, rows, beta2, relax)
+    scored = _Scored(pool, rows, beta2, relax, rule)
+    lists = scored.lists()
     firsts, seconds, qualities = [], [], []
-    for reach in range(1, min(NEIGHBOURS, count - 1) + 1):
-        a = np.arange(count - reach)
-        quality = scored.quality(a, a + reach)
-        keep = np.nonzero(scored.clears(a, a + reach, quality))[0]
-        firsts.append(keep)
-        seconds.append(keep + reach)
-        qualities.append(quality[keep])
+    for region, positions in enumerate(lists):
+        for reach in range(1, min(NEIGHBOURS, len(positions) - 1) + 1):
+            a, b = positions[:-reach], positions[reach:]
+            quality = scored.quality(a, b)
+            # In a region's list, a pair is checked in that region alone: cheaper than every
+            # region, and a pair that fits elsewhere is a candidate of that region's list.
+            keep = np.nonzero(scored.clears_in(region, a, b, quality))[0]
+            firsts.append(a[keep])
+            seconds.append(b[keep])
+            qualities.append(quality[keep])
+    if not firsts:
+        return []
+    # A pair near in skill in several regions is a candidate several times: harmless, as the
+    # greedy pass skips a pair whose tickets are taken.
     first = np.concatenate(firsts)
     second = np.concatenate(seconds)
     quality = np.concatenate(qualities)
@@ -72,13 +116,17 @@ def pair_matches(
         used[i] = used[j] = 1
         taken_a.append(i)
         taken_b.append(j)
-    if len(taken_a) < max_matches:
+    for positions in lists:
+        if len(taken_a) >= max_matches:
+            break
         # Tickets whose neighbours were all taken may still pair with each other.
-        free = np.array([i for i in range(count) if not used[i]], dtype=np.int64)
+        free = np.array([i for i in positions.tolist() if not used[i]], dtype=np.int64)
         a, b = free[0 : len(free) - 1 : 2], free[1::2]
         clear = np.nonzero(scored.clears(a, b, scored.quality(a, b)))[0][: max_matches - len(taken_a)]
-        taken_a += a[clear].tolist()
-        taken_b += b[clear].tolist()
+        for i, j in zip(a[clear].tolist(), b[clear].tolist(), strict=True):
+            used[i] = used[j] = 1
+            taken_a.append(i)
+            taken_b.append(j)
     a, b = _repair(np.array(taken_a, dtype=np.int64), np.array(taken_b, dtype=np.int64), scored)
     final = scored.quality(a, b).tolist()
     longest = np.maximum(scored.waited[a], scored.waited[b]).tolist()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from app.matchmaking.latency import Latencies
 from app.rating import Rating
 
 FloatArray = npt.NDArray[np.float64]
@@ -28,6 +29,7 @@ class Ticket:
     ratings: tuple[Rating, ...]
     attributes: str  # canonical JSON: equal strings may share a match
     waited: float  # seconds
+    latencies: tuple[tuple[str, float], ...] = ()  # (region, ms) pairs; none: fits every region
 
     @property
     def skill(self) -> float:
@@ -55,6 +57,7 @@ class Pool:
     var: FloatArray  # Σ sigma² of its players
     waited: FloatArray  # seconds in the queue
     group: IntArray
+    latencies: Latencies | None = None  # None when no ticket lists latencies
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -69,6 +72,7 @@ class Pool:
             np.array([sum(r.sigma * r.sigma for r in t.ratings) for t in tickets], dtype=np.float64),
             np.array([t.waited for t in tickets], dtype=np.float64),
             np.array([groups.setdefault(t.attributes, len(groups)) for t in tickets], dtype=np.int64),
+            Latencies.of([t.latencies for t in tickets]),
         )
 
 
@@ -79,6 +83,7 @@ class Match:
     teams: tuple[tuple[int, ...], ...]
     quality: float
     longest_wait: float
+    region: str | None = None  # under latencies: where it is to be played
     rows: tuple[int, ...] = field(init=False)  # every team's rows, in team order
 
     def __post_init__(self) -> None:

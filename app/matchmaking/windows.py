@@ -11,6 +11,10 @@ fills the shape exactly.
   snake draft instead and balance the chosen ones (balance.split_units).
 - Groups with parties walk the windows one by one (a party that would overflow is skipped),
   rank them by a snake draft of the tickets, and balance the best `4 × max_matches` exactly.
+
+Under a latency rule the windows are walked once per region (proposals.py), among the
+tickets that could ever play there, and a window counts only if its worst latency in that
+region is within the limit of its longest wait.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from app.matchmaking.balance import Units, snake_quality, split_units
+from app.matchmaking.latency import LatencyRule
 from app.matchmaking.pool import FloatArray, IntArray, Match, Pool
 from app.matchmaking.quality import Relaxation, team_quality
 from app.rating import RatingInputError
@@ -75,17 +80,36 @@ def snake_pattern(teams: int, team_size: int) -> IntArray:
     return labels
 
 
+# One region's latency column of the pool (ms per row) and the rule it must keep.
+RegionLimit = tuple[FloatArray, LatencyRule]
+
+
 def window_matches(
-    pool: Pool, rows: IntArray, teams: int, team_size: int, beta2: float, relax: Relaxation, max_matches: int
+    pool: Pool,
+    rows: IntArray,
+    teams: int,
+    team_size: int,
+    beta2: float,
+    relax: Relaxation,
+    max_matches: int,
+    region: RegionLimit | None = None,
 ) -> list[Match]:
-    """Up to max_matches matches among `rows`: one group's tickets, sorted by skill."""
+    """Up to max_matches matches among `rows`: one group's tickets, sorted by skill; with a
+    region, only windows within its latency limit."""
     if bool((pool.size[rows] == 1).all()):
-        return _solo_windows(pool, rows, teams, team_size, beta2, relax, max_matches)
-    return _party_windows(pool, rows, teams, team_size, beta2, relax, max_matches)
+        return _solo_windows(pool, rows, teams, team_size, beta2, relax, max_matches, region)
+    return _party_windows(pool, rows, teams, team_size, beta2, relax, max_matches, region)
 
 
 def _solo_windows(
-    pool: Pool, rows: IntArray, teams: int, team_size: int, beta2: float, relax: Relaxation, max_matches: int
+    pool: Pool,
+    rows: IntArray,
+    teams: int,
+    team_size: int,
+    beta2: float,
+    relax: Relaxation,
+    max_matches: int,
+    region: RegionLimit | None,
 ) -> list[Match]:
     needed = teams * team_size
     if len(rows) < needed:
@@ -98,7 +122,11 @@ def _solo_windows(
     if patterns is None:
         patterns = snake_pattern(teams, team_size)[None, :]
     quality, split = _best_splits(mus, variances, patterns, teams, team_size, beta2)
-    candidates = np.nonzero(quality >= relax.thresholds(longest))[0] if exact else np.arange(len(quality))
+    feasible = quality >= relax.thresholds(longest) if exact else np.ones(len(quality), dtype=np.bool_)
+    if region is not None:
+        ms, rule = region
+        feasible &= sliding_window_view(ms[rows], needed).max(axis=1) <= rule.limits(longest)
+    candidates = np.nonzero(feasible)[0]
     used = bytearray(len(rows))
     found: list[Match] = []
     wanted = max_matches if exact else 4 * max_matches
@@ -152,7 +180,14 @@ def _best_splits(
 
 
 def _party_windows(
-    pool: Pool, rows: IntArray, teams: int, team_size: int, beta2: float, relax: Relaxation, max_matches: int
+    pool: Pool,
+    rows: IntArray,
+    teams: int,
+    team_size: int,
+    beta2: float,
+    relax: Relaxation,
+    max_matches: int,
+    region: RegionLimit | None,
 ) -> list[Match]:
     needed = teams * team_size
     size = pool.size[rows].tolist()
@@ -169,6 +204,11 @@ def _party_windows(
             count += size[k]
             if count == needed:
                 break
+        if count == needed and region is not None:
+            ms, rule = region
+            members = rows[window]
+            if ms[members].max() > rule.limit(float(pool.waited[members].max())):
+                continue
         if count == needed:
             units = Units([mu[k] for k in window], [spread[k] for k in window], [size[k] for k in window])
             score = snake_quality(units, teams, beta2)

@@ -48,6 +48,21 @@ class ModeUpdate(BaseModel):
         None, ge=0, le=86_400, description="queue: wait to relax to the floor"
     )
     ticket_ttl_seconds: float | None = Field(None, ge=1, le=86_400, description="queue: ticket lifetime")
+    max_latency_ms: float | None = Field(
+        None,
+        ge=0,
+        le=60_000,
+        allow_inf_nan=False,
+        description="queue: a match forms only in a region where every ticket's latency is within this "
+        "(tickets list `latencies`); null removes the rule",
+    )
+    max_latency_relaxed_ms: float | None = Field(
+        None,
+        ge=0,
+        le=60_000,
+        allow_inf_nan=False,
+        description="queue: the latency limit after relax_seconds of wait (default: max_latency_ms)",
+    )
 
 
 QUEUE_DEFAULTS = {
@@ -64,6 +79,8 @@ PERFORMANCE_DEFAULTS = {
 }
 # Mode settings kept in the `settings` JSON column rather than a column of their own.
 SETTINGS_DEFAULTS: dict[str, float] = {**QUEUE_DEFAULTS, **PERFORMANCE_DEFAULTS}
+# Settings that may be unset (null: no latency rule), also kept in `settings`.
+LATENCY_SETTINGS = ("max_latency_ms", "max_latency_relaxed_ms")
 
 
 class ModeOut(BaseModel):
@@ -88,18 +105,20 @@ class ModeOut(BaseModel):
     quality_floor: float
     relax_seconds: float
     ticket_ttl_seconds: float
+    max_latency_ms: float | None
+    max_latency_relaxed_ms: float | None
     created_at: dt.datetime
     updated_at: dt.datetime
 
     @classmethod
     def of(cls, mode: object, **extra: object) -> Self:
         settings = {**SETTINGS_DEFAULTS, **(getattr(mode, "settings", None) or {})}
+        stored = {*SETTINGS_DEFAULTS, *LATENCY_SETTINGS}
         fields = {
-            name: getattr(mode, name)
-            for name in cls.model_fields
-            if name not in SETTINGS_DEFAULTS and name not in extra
+            name: getattr(mode, name) for name in cls.model_fields if name not in stored and name not in extra
         }
-        return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS}, **extra)
+        latency = {k: settings.get(k) for k in LATENCY_SETTINGS}
+        return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS}, **latency, **extra)
 
 
 class ModeChanged(ModeOut):

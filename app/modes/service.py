@@ -10,9 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Mode
 from app.errors import NotFound, ValidationFailed
 from app.leaderboards import repository as leaderboards
-from app.matchmaking.proposals import Relaxation
+from app.matchmaking.proposals import LatencyRule, Relaxation
 from app.modes import repository
-from app.modes.schemas import QUEUE_DEFAULTS, SETTINGS_DEFAULTS, ModeUpdate
+from app.modes.schemas import LATENCY_SETTINGS, QUEUE_DEFAULTS, SETTINGS_DEFAULTS, ModeUpdate
 from app.rating import RatingInputError, TrueSkill
 
 # Another process's PUT reaches this one's cache within this many seconds.
@@ -30,6 +30,7 @@ class ModeRules:
     team_size: int = 1
     relax: Relaxation = field(default_factory=Relaxation)
     ticket_ttl: float = QUEUE_DEFAULTS["ticket_ttl_seconds"]
+    latency: LatencyRule | None = None
 
 
 _cache: dict[str, tuple[float, ModeRules]] = {}
@@ -102,8 +103,24 @@ def rules_of(mode: Mode) -> ModeRules:
     )
     relax = Relaxation(queue["quality_start"], queue["quality_floor"], queue["relax_seconds"])
     return ModeRules(
-        mode.name, env, mode.conservative_k, mode.teams, mode.team_size, relax, queue["ticket_ttl_seconds"]
+        mode.name,
+        env,
+        mode.conservative_k,
+        mode.teams,
+        mode.team_size,
+        relax,
+        queue["ticket_ttl_seconds"],
+        latency_rule(mode.settings or {}, queue["relax_seconds"]),
     )
+
+
+def latency_rule(settings: dict[str, float | None], relax_seconds: float) -> LatencyRule | None:
+    """The mode's latency rule; None without max_latency_ms. It relaxes over relax_seconds."""
+    start = settings.get("max_latency_ms")
+    if start is None:
+        return None
+    relaxed = settings.get("max_latency_relaxed_ms")
+    return LatencyRule(start, start if relaxed is None else relaxed, relax_seconds)
 
 
 async def resolve(session: AsyncSession, name: str) -> ModeRules:
@@ -140,10 +157,11 @@ def _rating_parameters(mode: Mode) -> dict[str, object]:
     return {key: settings[key] if key in settings else getattr(mode, key) for key in RATING_PARAMETERS}
 
 
-def _check_relaxation(settings: dict[str, float]) -> None:
-    """The queue relaxes from quality_start down to quality_floor, never up."""
+def _check_relaxation(settings: dict[str, float | None]) -> None:
+    """The queue relaxes from quality_start down to quality_floor, never up, and its latency
+    limit from max_latency_ms up to max_latency_relaxed_ms, never down."""
     start, floor = settings["quality_start"], settings["quality_floor"]
-    if floor > start:
+    if start is not None and floor is not None and floor > start:
         msg = f"quality_floor ({floor}) must not exceed quality_start ({start})"
         raise ValidationFailed(
             msg,
@@ -152,12 +170,23 @@ def _check_relaxation(settings: dict[str, float]) -> None:
                 {"loc": ["body", "quality_start"], "msg": msg, "type": "value_error"},
             ],
         )
+    limit, relaxed = settings.get("max_latency_ms"), settings.get("max_latency_relaxed_ms")
+    if limit is not None and relaxed is not None and relaxed < limit:
+        msg = f"max_latency_relaxed_ms ({relaxed:g}) is below max_latency_ms ({limit:g}): a limit only widens"
+        raise ValidationFailed(
+            msg, errors=[{"loc": ["body", "max_latency_relaxed_ms"], "msg": msg, "type": "value_error"}]
+        )
 
 
 async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> ModeChange:
     values = update.model_dump(exclude_none=True)
     current = await repository.get(session, name)
-    extra = {key: values.pop(key) for key in SETTINGS_DEFAULTS if key in values}
+    extra: dict[str, float | None] = {key: values.pop(key) for key in SETTINGS_DEFAULTS if key in values}
+    # The latency limits may be set to null (no rule), so they go by the fields sent.
+    for key in LATENCY_SETTINGS:
+        values.pop(key, None)
+        if key in update.model_fields_set:
+            extra[key] = getattr(update, key)
     settings = (current.settings if current is not None else None) or {}
     if extra:
         settings = values["settings"] = {**settings, **extra}

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.ids import Identifier
 
 AttributeValue = str | int | float | bool
+LatencyMs = Annotated[float, Field(ge=0, le=60_000, allow_inf_nan=False)]
+MAX_REGIONS = 32
+# A long-poll waits at most this many seconds.
+MAX_WAIT_SECONDS = 60.0
+FLAT_ATTRIBUTES = (
+    "attributes are flat: each value is a string, a number or a boolean, not an object or a list"
+)
 
 
 class TicketIn(BaseModel):
@@ -17,8 +24,24 @@ class TicketIn(BaseModel):
 
     players: list[Identifier] = Field(min_length=1, max_length=100, description="one player or a party")
     attributes: dict[Identifier, AttributeValue] = Field(
-        default_factory=dict, max_length=16, description="must be equal for two tickets to share a match"
+        default_factory=dict,
+        max_length=16,
+        description="flat scalars (strings, numbers or booleans); equal for two tickets to share a match",
     )
+    latencies: dict[Identifier, LatencyMs] = Field(
+        default_factory=dict,
+        max_length=MAX_REGIONS,
+        description="milliseconds per region (any names); under the mode's max_latency_ms a match forms "
+        "only in a region where every ticket is within the limit in force",
+    )
+
+    @field_validator("attributes", mode="before")
+    @classmethod
+    def flat(cls, value: Any) -> Any:
+        # Said once for the field, rather than pydantic's four union members per nested value.
+        if isinstance(value, dict) and any(isinstance(v, dict | list) for v in value.values()):
+            raise ValueError(FLAT_ATTRIBUTES)
+        return value
 
 
 class TicketCreated(BaseModel):
@@ -53,12 +76,31 @@ class ProposalOut(BaseModel):
     ticket_ids: list[str]
     quality: float
     longest_wait_s: float
+    region: str | None = Field(None, description="where to play it, under latencies; else null")
 
 
 class TicketOut(BaseModel):
     ticket_id: str
     status: Literal["queued", "matched", "cancelled", "expired"]
     match: ProposalOut | None
+
+
+class RequeueIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cancel: list[Identifier] = Field(
+        default_factory=list, max_length=1000, description="tickets of the proposal to cancel (who declined)"
+    )
+
+
+class RequeuedTicket(BaseModel):
+    ticket_id: str
+    status: Literal["queued", "cancelled", "expired"]
+
+
+class RequeueOut(BaseModel):
+    proposal_id: str
+    tickets: list[RequeuedTicket]
 
 
 class MatchmakeIn(BaseModel):

@@ -58,15 +58,28 @@ end
 """
 
 # A waiting ticket is one field of the pool hash; its value (store.py builds it) is a header
-# of six little-endian doubles (enqueued_at, attribute group, players, Σ mu, Σ sigma²,
-# expires_at), then mu and sigma of each player (two doubles each), the canonical attributes,
-# a newline and the players' JSON array. Only cancelling and the expiry sweep read it here.
+# of seven little-endian doubles (enqueued_at, attribute group, players, Σ mu, Σ sigma²,
+# expires_at, regions), then mu and sigma of each player (two doubles each), a latency per
+# region (a double each), the canonical attributes, a newline, the regions' names, a newline
+# and the players' JSON array. Only cancelling, requeueing and the expiry sweep read it here.
 _PARSE = """
 local function parse(value)
   local players = struct.unpack('<d', value, 17)
   local expires = struct.unpack('<d', value, 41)
-  local cut = string.find(value, '\\n', 49 + 16 * players, true)
+  local regions = struct.unpack('<d', value, 49)
+  local names = string.find(value, '\\n', 57 + 16 * players + 8 * regions, true)
+  local cut = string.find(value, '\\n', names + 1, true)
   return expires, cjson.decode(string.sub(value, cut + 1))
+end
+"""
+
+# Wakes the long-polls of every process (app/queues/watch.py): the ids of the tickets that
+# left the pool, run together (each is 32 hex digits), on the queue's events channel.
+_PUBLISH = """
+local function publish(ids)
+  if #ids > 0 then
+    redis.call('PUBLISH', string.sub(KEYS[1], 1, -5) .. 'events', table.concat(ids))
+  end
 end
 """
 
@@ -140,24 +153,26 @@ return out
 )
 
 # KEYS: pool, holders, then the done hashes (the proposals' first, then the tickets').
-# ARGV: seconds to keep what is written, then per proposal: its id, its JSON, its ticket
-#       count, and per ticket: id, the number of its done hash in KEYS, its players' hold,
-#       player count, the players.
+# ARGV: seconds to keep what is written, then per proposal: its id, its JSON, what a requeue
+#       needs (store.py), its ticket count, and per ticket: id, the number of its done hash
+#       in KEYS, its players' hold, player count, the players.
 # A proposal is claimed when every player of every ticket still holds that ticket's hold:
 # a hold is written with its ticket and released when the ticket leaves the pool (or left
 # alone when another ticket has taken it over), so an unchanged hold is a ticket still
 # waiting whose players have queued nothing since. store.py checks expiry and attributes
-# from the pool it read (a pool value never changes) before calling.
+# from the pool it read (a pool value never changes) before calling. A matched player's
+# hold becomes "0 <ticket>": it no longer blocks queueing, and still finds the match.
 # Returns the 1-based numbers of the proposals claimed.
 CLAIM = Script(
     _CHUNKED
     + _FINISH
+    + _PUBLISH
     + """
 local pool, holders, kept, n = KEYS[1], KEYS[2], ARGV[1], #ARGV
 local names, starts, at = {}, {}, 2
 while at <= n do
   starts[#starts + 1] = at
-  at = at + 3
+  at = at + 4
   for t = 1, tonumber(ARGV[at - 1]) do
     local players = tonumber(ARGV[at + 3])
     for i = 1, players do names[#names + 1] = ARGV[at + 3 + i] end
@@ -167,8 +182,8 @@ end
 local held = chunked('HMGET', holders, names)
 local k, taken, claimed, gone, released, done = 0, {}, {}, {}, {}, {[3] = {}}
 for p = 1, #starts do
-  local first, tickets, free = starts[p], tonumber(ARGV[starts[p] + 2]), true
-  at = first + 3
+  local first, tickets, free = starts[p], tonumber(ARGV[starts[p] + 3]), true
+  at = first + 4
   for t = 1, tickets do
     local hold, players = ARGV[at + 2], tonumber(ARGV[at + 3])
     if taken[ARGV[at]] then free = false end
@@ -180,7 +195,7 @@ for p = 1, #starts do
   end
   if free then
     local status = 'matched ' .. ARGV[first]
-    at = first + 3
+    at = first + 4
     for t = 1, tickets do
       local id, key, players = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 3])
       taken[id] = true
@@ -192,18 +207,25 @@ for p = 1, #starts do
       end
       fields[#fields + 1] = id
       fields[#fields + 1] = status
-      for i = 1, players do released[#released + 1] = ARGV[at + 3 + i] end
+      for i = 1, players do
+        released[#released + 1] = ARGV[at + 3 + i]
+        released[#released + 1] = '0 ' .. id
+      end
       at = at + 4 + players
     end
-    done[3][#done[3] + 1] = ARGV[first]
-    done[3][#done[3] + 1] = ARGV[first + 1]
+    local proposal = done[3]
+    proposal[#proposal + 1] = ARGV[first]
+    proposal[#proposal + 1] = ARGV[first + 1]
+    proposal[#proposal + 1] = 'r:' .. ARGV[first]
+    proposal[#proposal + 1] = ARGV[first + 2]
     claimed[#claimed + 1] = p
   end
 end
 if #claimed > 0 then
   chunked('HDEL', pool, gone)
-  chunked('HDEL', holders, released)
+  chunked('HSET', holders, released)
   for key, fields in pairs(done) do finish(KEYS[key], fields, kept) end
+  publish(gone)
 end
 return claimed
 """
@@ -216,6 +238,7 @@ CANCEL = Script(
     + _FINISH
     + _PARSE
     + _RELEASE
+    + _PUBLISH
     + """
 local pool, holders, done, id = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local value = redis.call('HGET', pool, id)
@@ -226,6 +249,7 @@ if value then
   local owners = {}
   for _, name in ipairs(players) do owners[name] = id end
   release(holders, owners)
+  publish({id})
   return 1
 end
 local status = redis.call('HGET', done, id)
@@ -243,6 +267,7 @@ EXPIRE = Script(
     + _FINISH
     + _PARSE
     + _RELEASE
+    + _PUBLISH
     + """
 local pool, holders = KEYS[1], KEYS[2]
 local now, kept = tonumber(ARGV[1]), ARGV[2]
@@ -269,6 +294,100 @@ end
 if #gone > 0 then chunked('HDEL', pool, gone) end
 for key, fields in pairs(done) do finish(KEYS[key], fields, kept) end
 release(holders, owners)
+publish(gone)
 return #gone
+"""
+)
+
+# KEYS: pool, holders, the proposal's done hash, then the tickets' done hashes.
+# ARGV: the proposal's id, now, seconds to keep a status, the number of tickets to cancel,
+#       their ids, then per ticket of the proposal its id and the number of its done hash.
+# What the claim kept under "r:<proposal>" is, per ticket: its id (32 bytes), its pool value's
+# length (uint32, little-endian), the value, its hold's expiry text's length (a byte) and the
+# text. A listed ticket is cancelled; any other goes back to the pool with that very value
+# (its enqueue time, so its wait, kept) and its players' holds as they were, unless it is
+# past its expiry (expired) or one of its players holds a newer ticket, queued or matched
+# (then it is cancelled: the player is in no two tickets). The proposal then reads as
+# requeued. Returns per ticket, in the proposal's order: 0 cancelled as listed, 1 queued,
+# 2 cancelled for a newer ticket, 3 expired; nothing when the proposal was requeued before.
+REQUEUE = Script(
+    _CHUNKED
+    + _FINISH
+    + _PARSE
+    + """
+local pool, holders, done = KEYS[1], KEYS[2], KEYS[3]
+local proposal, now, kept = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local kept_tickets = redis.call('HGET', done, 'r:' .. proposal)
+if not kept_tickets or kept_tickets == 'requeued' then return {} end
+local cancel, listed = {}, tonumber(ARGV[4])
+for i = 5, 4 + listed do cancel[ARGV[i]] = true end
+local where = {}
+for i = 5 + listed, #ARGV, 2 do where[ARGV[i]] = tonumber(ARGV[i + 1]) end
+local tickets, at = {}, 1
+while at <= #kept_tickets do
+  local length = struct.unpack('<I4', kept_tickets, at + 32)
+  local text = string.byte(kept_tickets, at + 36 + length)
+  tickets[#tickets + 1] = {
+    string.sub(kept_tickets, at, at + 31),
+    string.sub(kept_tickets, at + 36, at + 35 + length),
+    string.sub(kept_tickets, at + 37 + length, at + 36 + length + text),
+  }
+  at = at + 37 + length + text
+end
+local names, members = {}, {}
+for t = 1, #tickets do
+  local _, players = parse(tickets[t][2])
+  members[t] = players
+  for _, name in ipairs(players) do names[#names + 1] = name end
+end
+local held = chunked('HMGET', holders, names)
+local out, back, holds, released, statuses, cleared, k = {}, {}, {}, {}, {}, {}, 0
+for t = 1, #tickets do
+  local id, value, expiry = tickets[t][1], tickets[t][2], tickets[t][3]
+  local players, code = members[t], 1
+  if cancel[id] then
+    code = 0
+  elseif tonumber(expiry) <= now then
+    code = 3
+  else
+    for i = 1, #players do
+      local hold = held[k + i]
+      if hold and string.sub(hold, -33) ~= ' ' .. id then
+        local until_ = tonumber(string.match(hold, '^%S+'))
+        if until_ == 0 or until_ > now then code = 2 end
+      end
+    end
+  end
+  out[#out + 1] = code
+  local key = where[id]
+  if code == 1 then
+    back[#back + 1] = id
+    back[#back + 1] = value
+    for i = 1, #players do
+      holds[#holds + 1] = players[i]
+      holds[#holds + 1] = expiry .. ' ' .. id
+    end
+    cleared[key] = cleared[key] or {}
+    table.insert(cleared[key], id)
+  else
+    for i = 1, #players do
+      local hold = held[k + i]
+      if hold and string.sub(hold, -33) == ' ' .. id then released[#released + 1] = players[i] end
+    end
+    statuses[key] = statuses[key] or {}
+    table.insert(statuses[key], id)
+    table.insert(statuses[key], code == 3 and 'expired' or 'cancelled')
+  end
+  k = k + #players
+end
+if #back > 0 then
+  chunked('HSET', pool, back)
+  chunked('HSET', holders, holds)
+end
+if #released > 0 then chunked('HDEL', holders, released) end
+for key, ids in pairs(cleared) do chunked('HDEL', KEYS[key], ids) end
+for key, fields in pairs(statuses) do finish(KEYS[key], fields, kept) end
+finish(done, {'r:' .. proposal, 'requeued'}, kept)
+return out
 """
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import time
@@ -18,12 +19,16 @@ from app.players import repository as players
 from app.queues.schemas import (
     ProposalOut,
     QueueStats,
+    RequeuedTicket,
+    RequeueIn,
+    RequeueOut,
     TicketBatchIn,
     TicketCreated,
     TicketIn,
     TicketOut,
 )
-from app.queues.store import Claim, NewTicket, QueueStore, new_ids
+from app.queues.store import Claim, NewTicket, QueueStore, TicketState, new_ids
+from app.queues.watch import TicketWatch
 
 
 async def create_ticket(session: AsyncSession, redis: Redis, mode: str, body: TicketIn) -> TicketCreated:
@@ -81,6 +86,7 @@ async def _enqueue(
             ticket.players,
             [known.get(p, prior) for p in ticket.players],
             canonical_attributes(ticket.attributes) if ticket.attributes else "{}",
+            list(ticket.latencies.items()),
         )
         for ticket_id, ticket in zip(new_ids(len(tickets), now), tickets, strict=True)
     ]
@@ -92,12 +98,85 @@ def _held(ticket: NewTicket, clash: int, mode: str) -> str:
     return f"player {ticket.players[clash - 1]!r} already holds an active ticket in {mode!r}"
 
 
-async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> TicketOut:
+async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> bytes:
+    """The JSON of TicketOut."""
     ticket = await QueueStore(redis, mode).ticket(ticket_id, time.time())
     if ticket is None:
         raise NotFound(f"no ticket {ticket_id!r} in {mode!r}")
+    return _ticket_json(ticket_id, ticket)
+
+
+async def wait_for_ticket(
+    redis: Redis, watch: TicketWatch, mode: str, ticket_id: str, seconds: float
+) -> bytes:
+    """The ticket (the JSON of TicketOut) as soon as it leaves `queued`, or as it is after
+    `seconds`."""
+    store = QueueStore(redis, mode)
+    deadline = time.monotonic() + seconds
+    while True:
+        # Registered before the read: an event after the read wakes this poll (watch.py).
+        with watch.watching(ticket_id) as woken:
+            remaining = deadline - time.monotonic()
+            live = remaining > 0 and await watch.subscribed(remaining)
+            async with watch.readers:
+                ticket = await store.ticket(ticket_id, time.time())
+            if ticket is None:
+                raise NotFound(f"no ticket {ticket_id!r} in {mode!r}")
+            remaining = deadline - time.monotonic()
+            if ticket.status != "queued" or not live or remaining <= 0:
+                return _ticket_json(ticket_id, ticket)
+            with contextlib.suppress(TimeoutError):
+                # Woken with the ticket's new state, read for all the polls an event woke.
+                state = await asyncio.wait_for(woken, remaining)
+                if state is not None and state.status != "queued":
+                    return _ticket_json(ticket_id, state)
+
+
+async def player_ticket(redis: Redis, mode: str, player: str) -> TicketOut:
+    """The player's active ticket: queued, or matched in a proposal that stands."""
+    found = await QueueStore(redis, mode).player_ticket(player, time.time())
+    if found is None:
+        raise NotFound(f"player {player!r} holds no active ticket in {mode!r}")
+    return _ticket_out(*found)
+
+
+def _ticket_json(ticket_id: str, ticket: TicketState) -> bytes:
+    """TicketOut's JSON, written directly: a match wakes hundreds of polls at once, and the
+    proposal's JSON is stored in ProposalOut's shape (ids are identifiers: no escaping)."""
+    match = ticket.match if ticket.match is not None else "null"
+    return f'{{"ticket_id":"{ticket_id}","status":"{ticket.status}","match":{match}}}'.encode()
+
+
+def _ticket_out(ticket_id: str, ticket: TicketState) -> TicketOut:
     match = ProposalOut.model_validate_json(ticket.match) if ticket.match else None
     return TicketOut.model_validate({"ticket_id": ticket_id, "status": ticket.status, "match": match})
+
+
+async def requeue(
+    session: AsyncSession, redis: Redis, mode: str, proposal_id: str, body: RequeueIn
+) -> RequeueOut:
+    """Undo a proposal at once: the listed tickets are cancelled, the others queue again with
+    their original enqueue time. 409 if it was requeued before."""
+    rules = await modes.resolve(session, mode)
+    store = QueueStore(redis, mode)
+    found = await store.proposal(proposal_id)
+    if found is None:
+        raise NotFound(f"no proposal {proposal_id!r} in {mode!r}")
+    ticket_ids = ProposalOut.model_validate_json(found).ticket_ids
+    strangers = sorted(set(body.cancel) - set(ticket_ids))
+    if strangers:
+        message = f"ticket {strangers[0]!r} is not in proposal {proposal_id!r}"
+        raise ValidationFailed(message, errors=[{"loc": ["body", "cancel"], "msg": message}])
+    outcome = await store.requeue(proposal_id, ticket_ids, body.cancel, time.time(), rules.ticket_ttl)
+    if outcome is None:
+        raise Conflict(f"proposal {proposal_id!r} was already requeued")
+    return RequeueOut(
+        proposal_id=proposal_id,
+        tickets=[
+            RequeuedTicket.model_validate({"ticket_id": ticket_id, "status": status})
+            for ticket_id, status in zip(ticket_ids, outcome, strict=True)
+        ],
+    )
 
 
 async def cancel_ticket(session: AsyncSession, redis: Redis, mode: str, ticket_id: str) -> None:
@@ -117,9 +196,16 @@ async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches:
     waiting = await store.waiting(now, rules.ticket_ttl)
     # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
     matches = await asyncio.to_thread(
-        form_matches, waiting.pool, rules.teams, rules.team_size, rules.env.beta, rules.relax, max_matches
+        form_matches,
+        waiting.pool,
+        rules.teams,
+        rules.team_size,
+        rules.env.beta,
+        rules.relax,
+        max_matches,
+        rules.latency,
     )
-    claims = [Claim(match.teams, match.quality, match.longest_wait) for match in matches]
+    claims = [Claim(match.teams, match.quality, match.longest_wait, match.region) for match in matches]
     claimed_at = time.time()
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).

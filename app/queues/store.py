@@ -1,14 +1,19 @@
 """The matchmaking queue in Redis: tickets, holds and the Lua scripts that change them.
 
 Every key of a mode's queue carries the hash tag {mode}, so each script touches one
-Redis Cluster slot, and every key a script touches is declared in its KEYS. "v3" names this
-layout: keys of earlier ones (mm:{mode}:..., mm:v2:{mode}:...) are never read, and a Redis
+Redis Cluster slot, and every key a script touches is declared in its KEYS. "v4" names this
+layout: keys of earlier ones (mm:{mode}:..., mm:v2:..., mm:v3:...) are never read, and a Redis
 that still holds them can drop them (they expire by themselves, bar the first pools).
 
-    mm:v3:{mode}:pool         hash: waiting ticket -> its value (below)
-    mm:v3:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket
-    mm:v3:{mode}:done:<min>   hash: a finished ticket -> its status ("matched <proposal>",
-                              "cancelled" or "expired"), and a claimed proposal -> its JSON
+    mm:v4:{mode}:pool         hash: waiting ticket -> its value (below)
+    mm:v4:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket,
+                              or "0 <ticket>" once that ticket is matched (the player may queue
+                              again, and a lookup still finds the match)
+    mm:v4:{mode}:done:<min>   hash: a finished ticket -> its status ("matched <proposal>",
+                              "cancelled" or "expired"), a claimed proposal -> its JSON, and
+                              "r:<proposal>" -> what requeueing it needs (or "requeued")
+    mm:v4:{mode}:events       pub/sub channel: the ids of tickets that left the pool (matched,
+                              cancelled, expired), 32 hex digits each, run together
 
 Ticket and proposal ids are 32 hex digits: the Unix second they were made (8 digits), then
 96 random bits. A finished ticket's status goes to the done hash of the minute its id names,
@@ -18,10 +23,11 @@ holds stays readable at least that long. Hashes per minute rather than a key per
 claiming a thousand tickets then writes two fields per hash touched rather than a thousand
 keys, and a minute's hash stays small enough for Redis to drop at once.
 
-A waiting ticket is one field of the pool: its value starts with six little-endian doubles
-(enqueued_at, attribute group (pool.attribute_group), players, Σ mu, Σ sigma², expires_at),
-then each player's mu and sigma as doubles, the canonical attributes, a newline and the
-players' JSON array. A value never changes while its ticket waits. Matchmaking reads every
+A waiting ticket is one field of the pool: its value starts with seven little-endian doubles
+(enqueued_at, attribute group (pool.attribute_group), players, Σ mu, Σ sigma², expires_at,
+regions), then each player's mu and sigma as doubles, the latency of each region as a
+double, the canonical attributes, a newline, the regions' names joined by tabs, a newline and
+the players' JSON array. A value never changes while its ticket waits. Matchmaking reads every
 waiting ticket with one HGETALL and turns the headers into columns with one np.frombuffer:
 no JSON and no object per ticket. There is no index by skill and none by age: the pool is
 read whole, sorted by skill in NumPy, and its enqueue times say which tickets are past the
@@ -40,14 +46,18 @@ every one of its players still holds the hold its ticket wrote, or not at all, s
 callers can never get the same ticket, nor a player two tickets' matches. The expiry and the
 attributes of the tickets were checked here, from the pool values just read. A matchmaking
 call is two round trips (pool, claim) whatever its size, plus one when some tickets have
-expired. The scripts read and write whole batches per Redis command: a Lua redis.call()
-costs more than the field it touches.
+expired. The claim keeps each ticket's pool value beside the proposal, so requeueing it puts
+the very same value back: the ticket keeps its enqueue time, and so its wait. The scripts
+read and write whole batches per Redis command: a Lua redis.call() costs more than the field
+it touches.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -56,14 +66,15 @@ import numpy as np
 import numpy.typing as npt
 from redis.asyncio import Redis
 
+from app.matchmaking.latency import Latencies
 from app.matchmaking.pool import Pool, attribute_group
-from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, EXPIRE
+from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, EXPIRE, REQUEUE
 
 # Expired tickets swept per read of the pool; any more wait for the next read.
 SWEEP_BATCH = 1000
 
-# A pool value's header: enqueued_at, group, players, Σ mu, Σ sigma², expires_at.
-HEADER_DOUBLES = 6
+# A pool value's header: enqueued_at, group, players, Σ mu, Σ sigma², expires_at, regions.
+HEADER_DOUBLES = 7
 HEADER_BYTES = 8 * HEADER_DOUBLES
 
 # A finished ticket's status stays readable this long after its TTL.
@@ -81,7 +92,7 @@ class Keys:
 
     @property
     def prefix(self) -> str:
-        return f"mm:v3:{{{self.mode}}}:"
+        return f"mm:v4:{{{self.mode}}}:"
 
     def done(self, some_id: str) -> str:
         """The hash that holds a finished ticket's status, or a proposal, by its id's minute."""
@@ -95,6 +106,15 @@ class Keys:
     def holders(self) -> str:
         return f"{self.prefix}holders"
 
+    @property
+    def events(self) -> str:
+        """The channel the scripts publish the ids of tickets leaving the pool on."""
+        return f"{self.prefix}events"
+
+
+# Every mode's events channel (Keys.events), for one pattern subscription per process.
+EVENTS_PATTERN = "mm:v4:{*}:events"
+
 
 # Named tuples rather than frozen dataclasses: a call builds a thousand of them, and a frozen
 # dataclass sets each field through object.__setattr__.
@@ -103,6 +123,7 @@ class NewTicket(NamedTuple):
     players: list[str]
     ratings: list[tuple[float, float]]
     attributes: str  # canonical JSON
+    latencies: Sequence[tuple[str, float]] = ()  # (region, ms) pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +132,17 @@ class TicketState:
     match: str | None  # the proposal's JSON, once matched
 
 
+# What requeueing a proposal did to each of its tickets (the REQUEUE script's codes).
+REQUEUED = {0: "cancelled", 1: "queued", 2: "cancelled", 3: "expired"}
+
+
 class Claim(NamedTuple):
     """A proposal to claim: its teams as rows of the pool read (Waiting.pool)."""
 
     teams: Sequence[Sequence[int]]
     quality: float
     longest_wait: float
+    region: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +180,19 @@ class QueueStore:
         headers[:, 4] = _party_sums(ratings[:, 1] * ratings[:, 1], starts, sizes)
         expires_at = now + ttl
         headers[:, 5] = expires_at
+        headers[:, 6] = [len(ticket.latencies) for ticket in tickets]
         header_bytes, rating_bytes = headers.tobytes(), ratings.tobytes()
         # The script writes each player's hold as hold(expires_at, ticket) does.
         args: list[str | bytes | int] = [repr(now), repr(expires_at)]
         for number, (ticket, start) in enumerate(zip(tickets, starts.tolist(), strict=True)):
             # Identifiers need no escaping in JSON; canonical attributes hold no raw newline.
+            # Region names are identifiers: no tab, no newline.
+            regions = "\t".join(name for name, _ in ticket.latencies)
             value = (
                 header_bytes[HEADER_BYTES * number : HEADER_BYTES * (number + 1)]
                 + rating_bytes[16 * start : 16 * (start + len(ticket.players))]
-                + (ticket.attributes + '\n["' + '","'.join(ticket.players) + '"]').encode()
+                + (struct.pack(f"<{len(ticket.latencies)}d", *(ms for _, ms in ticket.latencies)))
+                + (ticket.attributes + "\n" + regions + '\n["' + '","'.join(ticket.players) + '"]').encode()
             )
             args += [ticket.ticket_id, value, len(ticket.players), *ticket.players]
         result = await ENQUEUE(self.redis, [self.keys.pool, self.keys.holders], args)
@@ -184,6 +214,51 @@ class QueueStore:
         body = await self.redis.hget(self.keys.done(proposal), proposal) if proposal else None
         return TicketState(state, _text(body) if body is not None else None)
 
+    async def finished(self, ticket_ids: Sequence[str]) -> list[TicketState | None]:
+        """The statuses of tickets that left the pool, with their proposals, in two round trips
+        whatever their number; None for a ticket with no status (still waiting, or requeued)."""
+        statuses = await self._read_done(ticket_ids)
+        states = [_text(status).partition(" ") if status is not None else None for status in statuses]
+        proposals = sorted({state[2] for state in states if state is not None and state[2]})
+        bodies = dict(zip(proposals, await self._read_done(proposals), strict=True))
+        return [
+            None
+            if state is None
+            else TicketState(state[0], _text(bodies[state[2]]) if bodies.get(state[2]) else None)
+            for state in states
+        ]
+
+    async def _read_done(self, ids: Sequence[str]) -> list[Any]:
+        """The done-hash fields of these ids, one HMGET per hash, in one pipelined round trip."""
+        by_key: dict[str, list[int]] = {}
+        for number, some_id in enumerate(ids):
+            by_key.setdefault(self.keys.done(some_id), []).append(number)
+        found: list[Any] = [None] * len(ids)
+        if not by_key:
+            return found
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key, numbers in by_key.items():
+                pipe.hmget(key, [ids[number] for number in numbers])
+            replies = await pipe.execute()
+        for numbers, values in zip(by_key.values(), replies, strict=True):
+            for number, value in zip(numbers, values, strict=True):
+                found[number] = value
+        return found
+
+    async def player_ticket(self, player: str, now: float) -> tuple[str, TicketState] | None:
+        """The player's active ticket: queued, or matched in a proposal that stands (its status
+        stays "matched" until the proposal is requeued), with its id; None otherwise."""
+        held = await self.redis.hget(self.keys.holders, player)
+        if held is None:
+            return None
+        expires_at, _, ticket_id = _text(held).partition(" ")
+        if float(expires_at) and float(expires_at) <= now:
+            return None  # a hold that lapsed with its ticket
+        state = await self.ticket(ticket_id, now)
+        if state is None or state.status not in ("queued", "matched"):
+            return None
+        return ticket_id, state
+
     async def waiting(self, now: float, ttl: float) -> Waiting:
         """Every waiting, unexpired ticket, in one round trip; tickets past the TTL are swept
         out on the way (one more round trip, only when there are some)."""
@@ -198,6 +273,7 @@ class QueueStore:
         live = np.nonzero((waited < ttl) & (headers[:, 5] > now))[0]
         headers = headers[live]
         values = list(raw.values())
+        live_values = [values[i] for i in live.tolist()]
         pool = Pool(
             [ids[i] for i in live.tolist()],
             headers[:, 2].astype(np.int64),
@@ -205,8 +281,9 @@ class QueueStore:
             headers[:, 4].copy(),
             waited[live],
             headers[:, 1].astype(np.int64),
+            _latencies(live_values, headers[:, 2].astype(np.int64), headers[:, 6].astype(np.int64)),
         )
-        return Waiting(pool, [values[i] for i in live.tolist()], headers[:, 5].tolist())
+        return Waiting(pool, live_values, headers[:, 5].tolist())
 
     async def claim(
         self, waiting: Waiting, claims: Sequence[Claim], now: float, ttl: float
@@ -237,12 +314,13 @@ class QueueStore:
             rows = [row for team in claim.teams for row in team]
             if any(expires_at[row] <= now for row in rows):
                 continue
-            # A value's tail: the canonical attributes, a newline, the players' JSON array.
-            tails = [values[row][HEADER_BYTES + 16 * sizes[row] :].split(b"\n", 1) for row in rows]
+            # A value's tail: the canonical attributes, the regions, the players' JSON array,
+            # a newline between each.
+            tails = [_tail(values[row], sizes[row]) for row in rows]
             if any(tail[0] != tails[0][0] for tail in tails):
                 continue  # two attribute sets whose digests collide
             # Players are identifiers (no escapes needed): a team is its tickets' arrays spliced.
-            players = dict(zip(rows, (tail[1] for tail in tails), strict=True))
+            players = dict(zip(rows, (tail[2] for tail in tails), strict=True))
             teams = b",".join(
                 b"[" + b",".join(players[row][1:-1] for row in team) + b"]" for team in claim.teams
             )
@@ -251,9 +329,18 @@ class QueueStore:
                 f'{{"proposal_id":"{proposal_id}","teams":['.encode()
                 + teams
                 + f'],"ticket_ids":["{ticket_ids}"],"quality":{float(claim.quality)!r},'
-                f'"longest_wait_s":{float(claim.longest_wait)!r}}}'.encode()
+                f'"longest_wait_s":{float(claim.longest_wait)!r},'
+                f'"region":{json.dumps(claim.region)}}}'.encode()
             )
-            args += [proposal_id, body, len(rows)]
+            # What a requeue puts back: each ticket's id, its pool value and its hold's expiry.
+            kept = b"".join(
+                ids[row].encode()
+                + struct.pack("<I", len(values[row]))
+                + values[row]
+                + _expiry_text(expires_at[row])
+                for row in rows
+            )
+            args += [proposal_id, body, kept, len(rows)]
             for row in rows:
                 names = players[row][2:-2].split(b'","')
                 ticket_id = ids[row]
@@ -266,6 +353,32 @@ class QueueStore:
         claimed = await CLAIM(self.redis, keys, args)
         won = [int(number) - 1 for number in claimed]
         return [tried[number] for number in won], b",".join(bodies[number] for number in won)
+
+    async def proposal(self, proposal_id: str) -> str | None:
+        """A claimed proposal's JSON; None if the queue never made it (or forgot it)."""
+        if not _ID.fullmatch(proposal_id):
+            return None
+        body = await self.redis.hget(self.keys.done(proposal_id), proposal_id)
+        return None if body is None else _text(body)
+
+    async def requeue(
+        self, proposal_id: str, ticket_ids: Sequence[str], cancel: Sequence[str], now: float, ttl: float
+    ) -> list[str] | None:
+        """Undo a proposal in one script: the `cancel` tickets are cancelled, the others go back
+        to the pool with their original values (their enqueue time kept). Per ticket, in
+        `ticket_ids` order: "queued", "cancelled" (listed, or a player holds a newer ticket)
+        or "expired" (past its TTL). None if the proposal was requeued already."""
+        keys = [self.keys.pool, self.keys.holders, self.keys.done(proposal_id)]
+        args: list[str | int] = [proposal_id, repr(now), _kept(ttl), len(cancel), *cancel]
+        for ticket_id in ticket_ids:
+            key = self.keys.done(ticket_id)
+            if key not in keys:
+                keys.append(key)
+            args += [ticket_id, keys.index(key) + 1]
+        outcome = await REQUEUE(self.redis, keys, args)
+        if not outcome:
+            return None
+        return [REQUEUED[int(code)] for code in outcome]
 
     async def cancel(self, ticket_id: str, ttl: float) -> int:
         """-1 unknown, 1 cancelled (or already finished), 2 already matched."""
@@ -316,6 +429,48 @@ def _party_sums(values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], 
         more = counts > offset
         total[more] += values[starts[more] + offset]
     return total
+
+
+def _tail(value: bytes, players: int) -> list[bytes]:
+    """A pool value's attributes, regions and players' JSON (after the header and doubles)."""
+    regions = int(struct.unpack_from("<d", value, 8 * 6)[0])
+    return value[HEADER_BYTES + 16 * players + 8 * regions :].split(b"\n", 2)
+
+
+def _expiry_text(expires_at: float) -> bytes:
+    """A hold's expiry as written (hold()), prefixed by its length in one byte."""
+    text = repr(expires_at).encode()
+    return bytes([len(text)]) + text
+
+
+def _latencies(values: list[bytes], players: Any, counts: Any) -> Latencies | None:
+    """The pool's latency columns, from the values of the tickets that list regions: grouped by
+    their list of names (a queue's tickets mostly share a few), so each group is one read."""
+    located = np.flatnonzero(counts).tolist()
+    if not located:
+        return None
+    by_names: dict[bytes, tuple[list[int], list[bytes]]] = {}
+    sizes, lengths = players.tolist(), counts.tolist()
+    for row in located:
+        value = values[row]
+        start = HEADER_BYTES + 16 * sizes[row]
+        end = start + 8 * lengths[row]
+        # The tail: attributes, a newline, the region names, a newline, the players.
+        names = value[end:].split(b"\n", 2)[1]
+        rows, doubles = by_names.setdefault(names, ([], []))
+        rows.append(row)
+        doubles.append(value[start:end])
+    regions = sorted({name for names in by_names for name in names.split(b"\t")})
+    column = {name: number for number, name in enumerate(regions)}
+    ms = np.zeros((len(values), len(regions)))
+    located_rows = np.zeros(len(values), dtype=np.bool_)
+    located_rows[located] = True
+    ms[located_rows] = np.inf
+    for names, (rows, doubles) in by_names.items():
+        columns = [column[name] for name in names.split(b"\t")]
+        block = np.frombuffer(b"".join(doubles), dtype="<f8").reshape(len(rows), len(columns))
+        ms[np.ix_(rows, columns)] = block
+    return Latencies([name.decode() for name in regions], ms, located_rows)
 
 
 def _kept(ttl: float) -> int:

@@ -94,6 +94,17 @@ async def scenario(api: Client | AsyncClient) -> None:
         sorted([ticket.ticket_id, batch.tickets[0].ticket_id])
     ]
     assert (await ready(api.get_ticket(mode, ticket.ticket_id))).status == "matched"
+    # A long-poll on a ticket already matched answers at once.
+    assert (await ready(api.get_ticket(mode, ticket.ticket_id, wait=5))).status == "matched"
+    standing = await ready(api.get_player_ticket(mode, p3))
+    assert (standing.ticket_id, standing.status) == (ticket.ticket_id, "matched")
+    other = batch.tickets[0].ticket_id
+    requeued = await ready(api.requeue_proposal(mode, formed.matches[0].proposal_id, cancel=[other]))
+    assert {t.ticket_id: t.status for t in requeued.tickets} == {
+        ticket.ticket_id: "queued",
+        other: "cancelled",
+    }
+    assert await ready(api.cancel_ticket(mode, ticket.ticket_id)) is None
     late = await ready(api.create_ticket(mode, {"players": [p1]}))
     assert await ready(api.cancel_ticket(mode, late.ticket_id)) is None
     assert (await ready(api.get_ticket(mode, late.ticket_id))).status == "cancelled"

@@ -54,8 +54,8 @@ async def test_pool_records_and_ratings_round_trip_exactly(redis_url: str) -> No
             assert header[5] == now + 60.0
             rated = np.frombuffer(value[HEADER_BYTES : HEADER_BYTES + 16 * size], dtype="<f8")
             assert rated.reshape(-1, 2).tolist() == [list(r) for r in ticket.ratings]
-            attributes, players = value[HEADER_BYTES + 16 * size :].decode().split("\n")
-            assert (attributes, json.loads(players)) == (ticket.attributes, ticket.players)
+            attributes, regions, players = value[HEADER_BYTES + 16 * size :].decode().split("\n")
+            assert (attributes, regions, json.loads(players)) == (ticket.attributes, "", ticket.players)
         groups = {ticket.attributes: pool.group[row[ticket.ticket_id]] for ticket in tickets}
         assert len(set(groups.values())) == 2
     finally:
@@ -119,7 +119,7 @@ async def test_finished_tickets_read_from_the_done_hash_of_their_ids_minute(redi
         assert (
             done
             == store.keys.done(proposal["proposal_id"])
-            == f"mm:v3:{{{store.keys.mode}}}:done:{int(now) // 60}"
+            == f"mm:v4:{{{store.keys.mode}}}:done:{int(now) // 60}"
         )
         assert await redis.hget(done, ids[1]) == f"matched {proposal['proposal_id']}".encode()
         assert json.loads(await redis.hget(done, proposal["proposal_id"])) == proposal

@@ -1,0 +1,119 @@
+"""The latency rule: proposals only in a region within the limit in force, near the optimum."""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from app.matchmaking.latency import LatencyRule
+from app.matchmaking.pool import Ticket
+from app.matchmaking.proposals import Relaxation, propose
+from app.rating import Rating, TrueSkill
+
+ENV = TrueSkill()
+OPEN = Relaxation(0.0, 0.0, 1.0)
+REGIONS = ["eu-west", "eu-east", "us-east", "us-west", "asia"]
+RULE = LatencyRule(60.0, 120.0, 30.0)
+
+
+def located_tickets(rng: random.Random, count: int, players: int = 1) -> list[Ticket]:
+    """Tickets with three regions each (out of five) and waits up to 40 s; every tenth lists none."""
+    return [
+        Ticket(
+            f"t{i}",
+            tuple(f"p{i}-{k}" for k in range(players)),
+            tuple(Rating(rng.uniform(0, 50), rng.uniform(1, 8)) for _ in range(players)),
+            "{}",
+            rng.uniform(0, 40),
+            () if i % 10 == 0 else tuple((region, rng.uniform(10, 150)) for region in rng.sample(REGIONS, 3)),
+        )
+        for i in range(count)
+    ]
+
+
+def feasible_region(tickets: list[Ticket], region: str | None, rule: LatencyRule) -> bool:
+    """Whether every ticket listing latencies lists `region` within the limit of the longest wait."""
+    limit = rule.limit(max(t.waited for t in tickets))
+    located = [dict(t.latencies) for t in tickets if t.latencies]
+    if region is None:
+        return not located
+    return all(latencies.get(region, np.inf) <= limit for latencies in located)
+
+
+def test_1v1_proposals_keep_the_rule_and_reach_97_percent_of_the_optimum() -> None:
+    rng = random.Random(25)
+    tickets = located_tickets(rng, 1000)
+    by_id = {t.ticket_id: t for t in tickets}
+    ours = propose(tickets, 2, 1, ENV, OPEN, 10_000, RULE)
+    for proposal in ours:
+        assert feasible_region([by_id[t] for t in proposal.ticket_ids], proposal.region, RULE)
+    assert len({t for p in ours for t in p.ticket_ids}) == 2 * len(ours)
+    # The optimum under the same rule: a maximum-weight matching (networkx) over the feasible
+    # pairs among each ticket's 20 nearest neighbours by mu within each region's tickets
+    # (further pairs are dominated by nearer ones in quality, as in test_queue).
+    graph = nx.Graph()
+    for region in REGIONS:
+        near = sorted(
+            (t for t in tickets if not t.latencies or dict(t.latencies).get(region, np.inf) <= RULE.widest),
+            key=lambda t: t.ratings[0].mu,
+        )
+        for i, a in enumerate(near):
+            for b in near[i + 1 : i + 21]:
+                if any(feasible_region([a, b], r, RULE) for r in [*REGIONS, None]):
+                    weight = ENV.quality_1vs1(a.ratings[0], b.ratings[0])
+                    graph.add_edge(a.ticket_id, b.ticket_id, weight=weight)
+    optimum = nx.max_weight_matching(graph)
+    best_total = sum(graph[a][b]["weight"] for a, b in optimum)
+    ours_total = sum(p.quality for p in ours)
+    assert ours_total >= 0.97 * best_total
+    # The rule binds: without it the pairs would be different and better in quality alone.
+    free_total = sum(p.quality for p in propose(tickets, 2, 1, ENV, OPEN, 10_000))
+    assert free_total > ours_total
+
+
+def test_the_limit_relaxes_with_the_longest_wait() -> None:
+    eu = (("eu-west", 90.0),)
+    fresh = [
+        Ticket("a", ("a",), (Rating(25, 3),), "{}", 0.0, eu),
+        Ticket("b", ("b",), (Rating(25, 3),), "{}", 0.0, eu),
+    ]
+    assert propose(fresh, 2, 1, ENV, OPEN, 10, RULE) == []
+    # Half way through the relaxation the limit is 90 ms: now they fit, in eu-west.
+    waited = [fresh[0], Ticket("b", ("b",), (Rating(25, 3),), "{}", 15.0, eu)]
+    (made,) = propose(waited, 2, 1, ENV, OPEN, 10, RULE)
+    assert made.region == "eu-west"
+
+
+def test_tickets_without_latencies_fit_any_region_and_attributes_still_apply() -> None:
+    tickets = [
+        Ticket("a", ("a",), (Rating(25, 3),), '{"mode":"ranked"}', 0.0, (("us-east", 30), ("eu-west", 50))),
+        Ticket("b", ("b",), (Rating(25, 3),), '{"mode":"ranked"}', 0.0),
+        Ticket("c", ("c",), (Rating(25, 3),), '{"mode":"casual"}', 0.0, (("us-east", 10.0),)),
+        Ticket("d", ("d",), (Rating(25, 3),), '{"mode":"casual"}', 0.0, (("eu-west", 10.0),)),
+        Ticket("e", ("e",), (Rating(25, 3),), '{"mode":"solo"}', 0.0),
+        Ticket("f", ("f",), (Rating(25, 3),), '{"mode":"solo"}', 0.0),
+    ]
+    made = {frozenset(p.ticket_ids): p.region for p in propose(tickets, 2, 1, ENV, OPEN, 10, RULE)}
+    # a and b share us-east (a's best); c and d share no region; e and f name none.
+    assert made == {frozenset("ab"): "us-east", frozenset("ef"): None}
+    # Without a rule latencies only name the best shared region.
+    made = {frozenset(p.ticket_ids): p.region for p in propose(tickets, 2, 1, ENV, OPEN, 10)}
+    assert made[frozenset("ab")] == "us-east"
+    assert frozenset("cd") in made and made[frozenset("cd")] is None
+
+
+@pytest.mark.parametrize(("teams", "size", "party"), [(2, 2, 1), (2, 5, 1), (3, 2, 1), (2, 2, 2), (2, 12, 1)])
+def test_team_proposals_keep_the_rule(teams: int, size: int, party: int) -> None:
+    rng = random.Random(26)
+    tickets = located_tickets(rng, 240 // party, party)
+    by_id = {t.ticket_id: t for t in tickets}
+    made = propose(tickets, teams, size, ENV, OPEN, 50, RULE)
+    assert made
+    for proposal in made:
+        members = [by_id[t] for t in proposal.ticket_ids]
+        assert sum(len(t.players) for t in members) == teams * size
+        assert feasible_region(members, proposal.region, RULE)
+    assert len({t for p in made for t in p.ticket_ids}) == sum(len(p.ticket_ids) for p in made)

@@ -1,0 +1,57 @@
+"""The typed client's queue calls, sync and async, against the real service."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from app.client import ApiError, AsyncClient, Client
+from tests.conftest import ADMIN_KEY
+
+
+async def test_the_async_client_walks_a_ticket_through_the_queue(api: AsyncClient) -> None:
+    mode = (await api.put_mode("cq-async", quality_start=0.0, quality_floor=0.0)).name
+    first = await api.create_ticket(mode, {"players": ["cq-1"], "latencies": {"eu": 20}})
+    batch = await api.create_tickets(mode, [{"players": ["cq-2"]}, {"players": ["cq-1"]}])
+    assert [t.status for t in batch.tickets] == ["queued", "rejected"]
+    assert (await api.get_player_ticket(mode, "cq-1")).ticket_id == first.ticket_id
+    waited = asyncio.create_task(api.get_ticket(mode, first.ticket_id, wait=30))
+    await asyncio.sleep(0.3)
+    made = await api.matchmake(mode)  # no body: the defaults
+    assert len(made.matches) == 1
+    assert made.matches[0].region == "eu"
+    matched = await asyncio.wait_for(waited, 10)
+    assert matched.status == "matched"
+    assert matched.match is not None and matched.match.proposal_id == made.matches[0].proposal_id
+    other = batch.tickets[0].ticket_id
+    assert other is not None
+    requeued = await api.requeue_proposal(mode, made.matches[0].proposal_id, cancel=[other])
+    assert {t.ticket_id: t.status for t in requeued.tickets} == {
+        first.ticket_id: "queued",
+        other: "cancelled",
+    }
+    with pytest.raises(ApiError) as again:
+        await api.requeue_proposal(mode, made.matches[0].proposal_id)
+    assert again.value.status == 409
+    await api.cancel_ticket(mode, first.ticket_id)
+    assert (await api.get_ticket(mode, first.ticket_id)).status == "cancelled"
+
+
+def test_the_sync_client_long_polls_past_its_own_timeout(live_server: str) -> None:
+    with Client(live_server, ADMIN_KEY, timeout=1.0) as api:
+        api.put_mode("cq-sync")
+        ticket = api.create_ticket("cq-sync", {"players": ["cq-sync-1"]})
+        # Waits 1.5 s, longer than the client's 1 s timeout: the long-poll's own applies.
+        waited = api.get_ticket("cq-sync", ticket.ticket_id, wait=1.5)
+        assert waited.status == "queued"
+        api.cancel_ticket("cq-sync", ticket.ticket_id)
+        with pytest.raises(ApiError) as missing:
+            api.get_player_ticket("cq-sync", "cq-sync-1")
+        assert missing.value.status == 404
+        body: dict[str, Any] = {"players": ["cq-sync-1"], "attributes": {"region": {"nested": 1}}}
+        with pytest.raises(ApiError) as nested:
+            api.create_ticket("cq-sync", body)
+        assert nested.value.status == 422
+        assert "flat" in nested.value.problem["detail"]
