@@ -26,7 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from app.rating.history import messages
+from app.rating.history import acceleration, messages
+from app.rating.history.acceleration import Anderson
 from app.rating.history.game import Player
 from app.rating.history.gaussian import INF, Gaussian
 from app.rating.history.schedule import Group, Passes, next_skills, pass_groups, passes
@@ -40,6 +41,8 @@ ITERATIONS = 30
 # A single batch: the package's Batch.convergence, run by each sweep.
 BATCH_EPSILON = 1e-6
 BATCH_ITERATIONS = 20
+# Anderson acceleration starts once two successive step ratios agree within this fraction.
+LINEAR = 0.2
 
 
 def _games(
@@ -223,6 +226,7 @@ class History:
         iterations: int = ITERATIONS,
         verbose: bool = False,
         progress: Callable[[int], None] | None = None,
+        accelerate: bool = True,
     ) -> tuple[tuple[float, float], int]:
         """Sweep until the learning curves are within `epsilon` of the fixed point, or for at
         most `iterations` sweeps (one sweep: see `iteration`). Returns the package's shape,
@@ -236,15 +240,34 @@ class History:
         the larger of the last two step ratios (the estimate is inf while r ≥ 1, or before
         two sweeps). It stops when that estimate and the last step are both at most epsilon:
         a slow mode makes small steps far from the answer, which a step test alone would
-        take for convergence. `verbose` prints each sweep (off by default, unlike the package);
-        `progress`, if given, is called with the number of sweeps done after each.
+        take for convergence.
+
+        Sweeps are Anderson-accelerated (`acceleration`; `accelerate=False` gives the plain
+        sweeps, the package's iterates); a step then includes the extrapolation's move.
+        `verbose` prints each sweep (off by default, unlike the package); `progress`, if
+        given, is called with the number of sweeps done after each.
         """
+        flat = self._flat
         steps: list[float] = []
         step = (INF, INF)
         done = 0
         self.distance = INF
+        anderson = Anderson() if accelerate else None
         while done < iterations:
-            step = self.iteration()
+            mu_before, sigma_before = self._moments()
+            x = acceleration.read(flat) if anderson is not None else None
+            plain = self.iteration()
+            if anderson is not None and x is not None and (anderson.engaged or _linear(steps)):
+                anderson.engaged = True
+                g = acceleration.read(flat)
+                if np.isfinite(g).all() and np.isfinite(x).all():
+                    extrapolated = anderson.step(x, g)
+                    if extrapolated is not g:
+                        acceleration.write(flat, extrapolated)
+                else:
+                    anderson = None  # point masses (infinite messages): plain sweeps
+            mu, sigma = self._moments()
+            step = (max(plain[0], _largest(mu, mu_before)), max(plain[1], _largest(sigma, sigma_before)))
             done += 1
             steps.append(max(step))
             self.distance = _distance(steps)
@@ -316,6 +339,16 @@ def _largest(new: Array, old: Array) -> float:
         changes = np.abs(new - old)
     changes = changes[~np.isnan(changes)]  # a flat posterior before and after is no change
     return float(changes.max()) if len(changes) else 0.0
+
+
+def _linear(steps: list[float]) -> bool:
+    """The sweeps contract linearly: the last two step ratios are below 1 and within
+    LINEAR of each other. Extrapolating before that (in the first, nonlinear sweeps) can
+    land further from the fixed point than plain sweeps."""
+    if len(steps) < 3 or min(steps[-3:]) <= 0.0:
+        return False
+    first, second = steps[-2] / steps[-3], steps[-1] / steps[-2]
+    return first < 1.0 and second < 1.0 and abs(second - first) <= LINEAR * max(first, second)
 
 
 def _distance(steps: list[float]) -> float:
