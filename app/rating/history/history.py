@@ -252,7 +252,7 @@ class History:
         step = (INF, INF)
         done = 0
         self.distance = INF
-        anderson = Anderson() if accelerate else None
+        anderson = Anderson(len(flat.own_tau) + 2 * flat.skills) if accelerate else None
         while done < iterations:
             mu_before, sigma_before = self._moments()
             x = acceleration.read(flat) if anderson is not None else None
