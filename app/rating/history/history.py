@@ -243,7 +243,11 @@ class History:
         take for convergence.
 
         Sweeps are Anderson-accelerated (`acceleration`; `accelerate=False` gives the plain
-        sweeps, the package's iterates); a step then includes the extrapolation's move.
+        sweeps, the package's iterates) once the plain steps contract linearly, at a rate r
+        measured then; a step then includes the extrapolation's move, and the distance is
+        the larger of the estimate above and step/(1 − r) (accelerated steps can stall, and
+        the slow mode shrinks by only 1 − r a plain sweep, so a small step can still be far
+        from the answer).
         `verbose` prints each sweep (off by default, unlike the package); `progress`, if
         given, is called with the number of sweeps done after each.
         """
@@ -253,12 +257,15 @@ class History:
         done = 0
         self.distance = INF
         anderson = Anderson(len(flat.own_tau) + 2 * flat.skills) if accelerate else None
+        rate = 0.0  # the plain sweeps' contraction rate when acceleration engages
         while done < iterations:
             mu_before, sigma_before = self._moments()
             x = acceleration.read(flat) if anderson is not None else None
             plain = self.iteration()
             if anderson is not None and x is not None and (anderson.engaged or _linear(steps)):
-                anderson.engaged = True
+                if not anderson.engaged:
+                    anderson.engaged = True
+                    rate = max(steps[-1] / steps[-2], steps[-2] / steps[-3])
                 g = acceleration.read(flat)
                 if np.isfinite(g).all() and np.isfinite(x).all():
                     extrapolated = anderson.step(x, g)
@@ -271,6 +278,12 @@ class History:
             done += 1
             steps.append(max(step))
             self.distance = _distance(steps)
+            if anderson is not None and anderson.engaged:
+                # Accelerated steps are neither geometric nor always shrinking (Anderson can
+                # stall for a sweep or two): count each as a plain sweep's residual, which
+                # the plain rate r (measured before engaging) shrinks only by 1 − r, so that
+                # the point it started from was step/(1 − r) away.
+                self.distance = max(self.distance, max(max(plain), steps[-1]) / (1.0 - rate))
             if verbose:
                 print(f"Iteration = {done}, step = {step}, distance = {self.distance}")
             if progress is not None:
