@@ -1,22 +1,21 @@
-"""TrueSkill Through Time speed and memory (issue #5), side by side with trueskillthroughtime 1.1.0.
+"""TrueSkill Through Time: time to the fixed point (issue #21), beside trueskillthroughtime 1.1.0.
 
-    python bench/history.py [--skip-5m] [--datasets DIR]
+    python bench/history.py [--datasets DIR] [--skip-5m]
 
-The ATP case reads atp/atp_singles_1968_2024.csv.gz under `--datasets DIR` or
-`$DATASETS_DIR` (not shipped with the repository: docs/datasets.md).
-
-Three cases, each in its own process so that its peak memory (ru_maxrss, which includes
-reading the data) is its own:
+"Within ε of the fixed point" is the largest |Δmu| or |Δsigma| over every learning-curve
+point against a reference run (ours, to a step of 1e-12 or less). Each case runs in its own
+process, so that its peak memory (ru_maxrss, which includes reading the data) is its own:
 
 1. A 10,000-game 1v1 history (500 players, 1,000 time batches of 10 games, random winners):
-   init plus 10 iterations, ours and the peer's (run with the exact math.erfc in place of its
-   approximation, as in the oracle tests). How far apart the two are after the online pass
-   and after 10 iterations, and how far each is then from the fixed point both converge to.
-   Goal: at least 50× faster than the peer.
-2. ATP singles (193,651 matches, 7,5xx players): init plus 10
-   iterations. Goal: at most 5 s and 1 GB.
+   init plus `convergence()` to 1e-6, ours, timed; its distance to the reference. In the same
+   run, the peer (with the exact math.erfc in place of its approximation, as in the oracle
+   tests): init plus 10 and plus 30 iterations, timed, and their distances. Goal: ours
+   within 1e-6 in at most 1.0 s, init included.
+2. ATP singles (DIR/atp, from --datasets or DATASETS_DIR; skipped without it): init plus
+   `convergence()` to 1e-6; distance to a reference. Goal: at most 15 s.
 3. A synthetic 5,000,000-game 1v1 history (50,000 players, 7,300 daily batches): init plus
-   10 iterations. Goal: at most 4 GB. The games are built as the package's call shape asks
+   a default smooth (1e-6, at most 1,000 sweeps): time, sweeps, the distance estimated,
+   peak memory. Goal: at most 4 GB. The games are built as the package's call shape asks
    (a sequence of teams of names per game), with one list per player shared by every game
    it plays, so that the input itself takes ~0.9 GB rather than ~2 GB.
 """
@@ -38,8 +37,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.evaluation.datasets import ENVIRONMENT, DatasetMissing, root  # noqa: E402
 from app.rating.history import History  # noqa: E402
+
+EPSILON = 1e-6
+CAP = 1000
 
 
 def ten_thousand(seed: int = 0) -> tuple[list[list[list[str]]], list[float]]:
@@ -63,15 +64,27 @@ def largest_difference(a: Any, b: Any) -> float:
     return worst
 
 
-def timed(
-    engine: Any, composition: Any, times: Any, iterations: int, **kwargs: Any
-) -> tuple[Any, float, float]:
+def timed(engine: Any, composition: Any, times: Any, iterations: int, **kwargs: Any) -> tuple[Any, float]:
+    """The peer's shape: init plus `iterations` plain iterations."""
     started = time.perf_counter()
     history = engine(composition, times=times, **kwargs)
-    built = time.perf_counter()
     for _ in range(iterations):
         history.iteration()
-    return history, built - started, time.perf_counter() - built
+    return history, time.perf_counter() - started
+
+
+def converged(composition: Any, times: Any, **kwargs: Any) -> tuple[History, float, int]:
+    """Ours: init plus convergence() to EPSILON."""
+    started = time.perf_counter()
+    history = History(composition, times=times, **kwargs)
+    _, sweeps = history.convergence(EPSILON, CAP)
+    return history, time.perf_counter() - started, sweeps
+
+
+def reference(composition: Any, times: Any, **kwargs: Any) -> History:
+    fixed = History(composition, times=times, **kwargs)
+    fixed.convergence(1e-12, 20_000)
+    return fixed
 
 
 def peak_mb() -> float:
@@ -83,32 +96,32 @@ def case_10k() -> dict[str, Any]:
 
     peer.erfc = math.erfc
     composition, times = ten_thousand()
-    ours, our_init, our_iter = timed(History, composition, times, 10)
-    online_ours = History(composition, times=times)
-    online_peer = peer.History(composition, times=times)
-    theirs, peer_init, peer_iter = timed(peer.History, composition, times, 10)
-    fixed = History(composition, times=times)
-    step, sweeps = fixed.convergence(epsilon=1e-10, iterations=20_000)
+    ours, our_time, sweeps = converged(composition, times)
+    fixed = reference(composition, times)
+    peer_10, peer_10_time = timed(peer.History, composition, times, 10)
+    peer_30, peer_30_time = timed(peer.History, composition, times, 30)
     return {
-        "ours": [our_init, our_iter],
-        "peer": [peer_init, peer_iter],
-        "online_difference": largest_difference(online_ours, online_peer),
-        "difference_after": largest_difference(ours, theirs),
-        "ours_from_fixed": largest_difference(ours, fixed),
-        "peer_from_fixed": largest_difference(theirs, fixed),
-        "fixed_sweeps": sweeps,
-        "fixed_step": step,
+        "ours": [our_time, sweeps, largest_difference(ours, fixed), ours.distance],
+        "peer_10": [peer_10_time, largest_difference(peer_10, fixed)],
+        "peer_30": [peer_30_time, largest_difference(peer_30, fixed)],
     }
 
 
 def case_atp() -> dict[str, Any]:
     from app.evaluation.histories import atp
 
-    data = atp(root("atp", None))
-    _, init, sweeps = timed(
-        History, data.composition, data.times, 10, results=data.results, sigma=1.6, gamma=0.036
-    )
-    return {"games": len(data.composition), "init": init, "iterations": sweeps, "peak_mb": peak_mb()}
+    data = atp(Path(os.environ["DATASETS_DIR"]))
+    kwargs: dict[str, Any] = {"results": data.results, "sigma": 1.6, "gamma": 0.036}
+    ours, our_time, sweeps = converged(data.composition, data.times, **kwargs)
+    peak = peak_mb()
+    fixed = History(data.composition, times=data.times, **kwargs)
+    fixed.convergence(1e-10, 3000)
+    return {
+        "games": len(data.composition),
+        "batches": len(ours.batches),
+        "ours": [our_time, sweeps, largest_difference(ours, fixed), ours.distance],
+        "peak_mb": peak,
+    }
 
 
 def case_5m() -> dict[str, Any]:
@@ -122,20 +135,29 @@ def case_5m() -> dict[str, Any]:
     teams = [[f"p{i}"] for i in range(players)]
     composition = [(teams[a], teams[b]) for a, b in zip(first.tolist(), second.tolist(), strict=True)]
     del first, second
-    _, init, sweeps = timed(History, composition, days_played, 10, gamma=0.01)
-    return {"games": games, "init": init, "iterations": sweeps, "peak_mb": peak_mb()}
+    started = time.perf_counter()
+    history = History(composition, times=days_played, gamma=0.01)
+    init = time.perf_counter() - started
+    _, sweeps = history.convergence(EPSILON, CAP)
+    took = time.perf_counter() - started
+    return {
+        "games": games,
+        "init": init,
+        "total": took,
+        "sweeps": sweeps,
+        "distance": history.distance,
+        "capped": history.capped,
+        "peak_mb": peak_mb(),
+    }
 
 
 CASES = {"10k": case_10k, "atp": case_atp, "5m": case_5m}
 
 
-def run(case: str, datasets: Path) -> dict[str, Any]:
+def run(case: str, datasets: str | None) -> dict[str, Any]:
+    env = dict(os.environ, **({"DATASETS_DIR": datasets} if datasets else {}))
     out = subprocess.run(
-        [sys.executable, __file__, "--case", case],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, ENVIRONMENT: str(datasets)},
+        [sys.executable, __file__, "--case", case], capture_output=True, text=True, check=True, env=env
     ).stdout
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
@@ -144,45 +166,45 @@ def run(case: str, datasets: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--case", choices=sorted(CASES))
+    parser.add_argument(
+        "--datasets", default=os.environ.get("DATASETS_DIR"), help="holds atp/ (or DATASETS_DIR)"
+    )
     parser.add_argument("--skip-5m", action="store_true")
-    parser.add_argument("--datasets", type=Path, metavar="DIR", help=f"holds atp/ (default: ${ENVIRONMENT})")
     args = parser.parse_args()
     if args.case:
         print(json.dumps(CASES[args.case]()))
         return
-    try:
-        datasets = root("atp", args.datasets)
-    except DatasetMissing as exc:
-        print(exc, file=sys.stderr)
-        raise SystemExit(2) from None
-    ten = run("10k", datasets)
-    ours, theirs = sum(ten["ours"]), sum(ten["peer"])
-    print("## 10,000 games, 500 players, 1,000 batches: init + 10 iterations\n")
-    print("| engine | init s | 10 iterations s | total s |")
+    ten = run("10k", args.datasets)
+    print("## 10,000 games, 500 players, 1,000 batches: time to the fixed point\n")
+    print("| engine | call | s (init included) | distance to the fixed point |")
     print("|---|---|---|---|")
-    print(f"| ours | {ten['ours'][0]:.3f} | {ten['ours'][1]:.3f} | {ours:.3f} |")
-    print(f"| trueskillthroughtime 1.1.0 | {ten['peer'][0]:.2f} | {ten['peer'][1]:.2f} | {theirs:.2f} |")
-    print(f"\npeer / ours: {theirs / ours:.1f}× (goal ≥ 50×)")
-    print(f"online pass: largest curve difference {ten['online_difference']:.1e}")
-    print(f"after 10 iterations: ours vs peer {ten['difference_after']:.1e}")
-    print(
-        f"distance to the common fixed point ({ten['fixed_sweeps']} sweeps to step "
-        f"{ten['fixed_step']:.0e}): ours {ten['ours_from_fixed']:.1e}, peer {ten['peer_from_fixed']:.1e}"
-    )
-    atp = run("atp", datasets)
-    print(f"\n## ATP singles, {atp['games']:,} games: init + 10 iterations\n")
-    print("| init s | 10 iterations s | total s (goal ≤ 5) | peak MB (goal ≤ 1,024) |")
-    print("|---|---|---|---|")
-    print(
-        f"| {atp['init']:.2f} | {atp['iterations']:.2f} | {atp['init'] + atp['iterations']:.2f} "
-        f"| {atp['peak_mb']:.0f} |"
-    )
+    seconds, sweeps, distance, estimate = ten["ours"]
+    call = f"convergence() to 1e-6: {sweeps} sweeps"
+    print(f"| ours | {call} | {seconds:.3f} | {distance:.1e} (estimated {estimate:.1e}) |")
+    for label, key in (("10 iterations", "peer_10"), ("30 iterations", "peer_30")):
+        print(f"| trueskillthroughtime 1.1.0 | {label} | {ten[key][0]:.2f} | {ten[key][1]:.1e} |")
+    if args.datasets:
+        atp = run("atp", args.datasets)
+        seconds, sweeps, distance, estimate = atp["ours"]
+        print(
+            f"\n## ATP singles, {atp['games']:,} games, {atp['batches']:,} batches: convergence() to 1e-6\n"
+        )
+        print("| s (init included; goal ≤ 15) | sweeps | distance to the fixed point | peak MB |")
+        print("|---|---|---|---|")
+        print(
+            f"| {seconds:.2f} | {sweeps} | {distance:.1e} (estimated {estimate:.1e}) | {atp['peak_mb']:.0f} |"
+        )
+    else:
+        print("\n(ATP skipped: give --datasets DIR or DATASETS_DIR)")
     if not args.skip_5m:
-        big = run("5m", datasets)
-        print(f"\n## Synthetic {big['games']:,} games: init + 10 iterations\n")
-        print("| init s | 10 iterations s | peak MB (goal ≤ 4,096) |")
-        print("|---|---|---|")
-        print(f"| {big['init']:.1f} | {big['iterations']:.1f} | {big['peak_mb']:.0f} |")
+        big = run("5m", args.datasets)
+        print(f"\n## Synthetic {big['games']:,} games: a default smooth (1e-6, at most {CAP} sweeps)\n")
+        print("| init s | total s | sweeps | distance estimated | capped | peak MB (goal ≤ 4,096) |")
+        print("|---|---|---|---|---|---|")
+        print(
+            f"| {big['init']:.1f} | {big['total']:.1f} | {big['sweeps']} | {big['distance']:.1e} "
+            f"| {big['capped']} | {big['peak_mb']:.0f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from app.config import Settings
 from app.imports.reading import Skip
 from app.imports.service import import_file
 from app.jobs import service as jobs
+from app.jobs import smooth
 from app.progress import Bar
 
 ATP_RECIPE = """ATP singles (not shipped: CC BY-NC-SA, see docs/datasets.md), walkovers and the 199999
@@ -61,8 +62,15 @@ def add_parsers(commands: Any) -> None:
         "--gamma", type=float, default=None, help="drift per day (default: the mode's tau)"
     )
     smoothing.add_argument("--sigma", type=float, default=None, help="prior sigma (default: the mode's)")
-    smoothing.add_argument("--iterations", type=int, default=10)
-    smoothing.add_argument("--epsilon", type=float, default=1e-6)
+    smoothing.add_argument(
+        "--iterations", type=int, default=smooth.ITERATIONS, help="cap on sweeps (default: %(default)s)"
+    )
+    smoothing.add_argument(
+        "--epsilon",
+        type=float,
+        default=smooth.EPSILON,
+        help="distance to the fixed point to reach (default: %(default)s)",
+    )
 
 
 def _column(pair: str) -> tuple[str, str]:

@@ -28,9 +28,16 @@ class SmoothJob(BaseModel):
     kind: Literal["smooth"]
     gamma: float | None = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="skill drift per day")
     sigma: float | None = Field(None, ge=1e-9, le=1e15, allow_inf_nan=False, description="prior sigma")
-    iterations: int = Field(10, ge=1, le=1000, description="forward-backward sweeps at most")
+    iterations: int = Field(
+        1000, ge=1, le=100_000, description="cap on sweeps (backward then forward passes over the days)"
+    )
     epsilon: float = Field(
-        1e-6, ge=0, le=1e6, allow_inf_nan=False, description="stop when changes fall below"
+        1e-6,
+        ge=0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="stop when the curves are estimated within this distance of the fixed point "
+        "(largest |Δmu| or |Δsigma|); the result's tolerance and capped say what was reached",
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -101,6 +102,11 @@ async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, repo
     }
 
 
+def _given(options: dict[str, Any], name: str, default: float) -> Any:
+    value = options.get(name)
+    return default if value is None else value
+
+
 async def run_smooth(
     sessions: async_sessionmaker[AsyncSession],
     mode: str,
@@ -120,8 +126,8 @@ async def run_smooth(
         beta=row.beta,
         gamma=row.tau if options.get("gamma") is None else options["gamma"],
         p_draw=row.draw_probability,
-        iterations=int(options.get("iterations", 10)),
-        epsilon=float(options.get("epsilon", 1e-6)),
+        iterations=int(_given(options, "iterations", smooth.ITERATIONS)),
+        epsilon=float(_given(options, "epsilon", smooth.EPSILON)),
     )
     read = time.perf_counter()
     result = await _in_thread(
@@ -136,6 +142,11 @@ async def run_smooth(
         "players": len(result.curves),
         "iterations": result.iterations,
         "last_step": result.last_step,
+        # The estimated distance of the curves to the fixed point, and whether the
+        # iteration cap (not the tolerance asked for) ended the smooth.
+        "tolerance": result.tolerance if math.isfinite(result.tolerance) else None,
+        "epsilon": params.epsilon,
+        "capped": result.capped,
         "log_evidence": result.log_evidence,
         "parameters": {
             "mu": params.mu,

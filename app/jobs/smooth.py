@@ -4,6 +4,10 @@ A mode's matches become one History: a batch per UTC day, drift gamma² per day 
 a player's consecutive days, priors from seeds or the mode's prior, ranks as scores
 (higher is better) and partial play as weights. The result is each player's smoothed
 posterior on every day they played, and the model's log evidence.
+
+A smooth converges by default: it sweeps until the curves are estimated to be within
+EPSILON of the model's fixed point (History.convergence), or until ITERATIONS sweeps have
+run; the result says which, and the distance reached.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from app.jobs.repository import Played
 from app.rating.history import Gaussian, History, Player
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# Defaults of a smooth job and of the `smooth` command.
+EPSILON = 1e-6
+ITERATIONS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +42,8 @@ class Smoothed:
     log_evidence: float
     iterations: int
     last_step: float
+    tolerance: float  # the estimated distance to the fixed point (inf if not yet measurable)
+    capped: bool  # the iteration cap stopped it before the tolerance asked for
 
 
 def day(at: dt.datetime) -> float:
@@ -53,7 +62,7 @@ def smooth(
     progress: Callable[[float], None] = lambda _: None,
 ) -> Smoothed:
     if not matches:
-        return Smoothed([], 0.0, 0, 0.0)
+        return Smoothed([], 0.0, 0, 0.0, 0.0, False)
     priors = {
         name: Player(Gaussian(mu, sigma), params.beta, params.gamma) for name, (mu, sigma) in seeds.items()
     }
@@ -70,13 +79,13 @@ def smooth(
         weights=[m.weights for m in matches],
     )
     progress(0.1)
-    step, done = float("inf"), 0
-    while done < params.iterations and step > params.epsilon:
-        step = history.iteration()
-        done += 1
-        progress(0.1 + 0.8 * done / params.iterations)
+    step, done = history.convergence(
+        params.epsilon,
+        params.iterations,
+        progress=lambda sweeps: progress(0.1 + 0.8 * sweeps / params.iterations),
+    )
     curves = [
         (name, [t for t, _ in points], [g.mu for _, g in points], [g.sigma for _, g in points])
         for name, points in history.learning_curves().items()
     ]
-    return Smoothed(curves, history.log_evidence(), done, step)
+    return Smoothed(curves, history.log_evidence(), done, max(step), history.distance, history.capped)

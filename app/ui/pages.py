@@ -14,6 +14,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import NotFound
+from app.jobs import service as jobs
 from app.leaderboards import service as leaderboards
 from app.modes import service as modes
 from app.players import service as players
@@ -62,6 +63,26 @@ async def leaderboard_page(
     }
 
 
+async def _smooth_note(session: AsyncSession, job_id: str | None) -> dict[str, Any] | None:
+    """How far the smoothed curve's job got: sweeps, the tolerance reached, whether the
+    iteration cap stopped it (None without a smooth job, or for one that left no result)."""
+    if job_id is None:
+        return None
+    try:
+        job = await jobs.get(session, job_id)
+    except NotFound:
+        return None
+    result = job.result or {}
+    if "iterations" not in result:
+        return None
+    return {
+        "iterations": result["iterations"],
+        "tolerance": result.get("tolerance"),
+        "epsilon": result.get("epsilon"),
+        "capped": result.get("capped"),
+    }
+
+
 async def player_page(session: AsyncSession, player_id: str, mode: str | None) -> dict[str, Any]:
     player = await players.get_player(session, player_id)
     rated = [r.mode for r in player.ratings]
@@ -77,6 +98,7 @@ async def player_page(session: AsyncSession, player_id: str, mode: str | None) -
         standing = None  # unrated in this mode, or below the leaderboard's minimum
     matches = await players.player_matches(session, player_id, chosen, RECENT_MATCHES, None)
     return {
+        "smooth": await _smooth_note(session, curve.smoothed_by_job),
         "player": player,
         "mode": chosen,
         "modes": rated,

@@ -138,6 +138,15 @@ async def test_player_page_plots_the_history_and_the_smoothed_curve(
     assert job["status"] == "done", job
     smoothed = await client.get(f"/ui/players/pa?mode={mode}", headers=admin_headers)
     assert re.search(r'<path class="band smoothed" data-points="6" d="M[^"]+ Z"', smoothed.text)
+    # A default smooth converges, and the page says how close it got, beside the curve.
+    assert not job["result"]["capped"] and job["result"]["tolerance"] <= 1e-6
+    note = re.search(r'<span id="smooth-note" class="muted">([^<]+)</span>', smoothed.text)
+    assert note and note.group(1).startswith("converged: within ") and "(asked 1e-06)" in note.group(1)
+    capped = await run_job(client, admin_headers, mode, {"kind": "smooth", "iterations": 1})
+    assert capped["result"]["capped"] and capped["result"]["iterations"] == 1
+    page = await client.get(f"/ui/players/pa?mode={mode}", headers=admin_headers)
+    note = re.search(r'<span id="smooth-note" class="muted">([^<]+)</span>', page.text)
+    assert note and note.group(1).startswith("stopped by the cap of 1 sweeps before reaching 1e-06")
 
     search = await client.get(f"/ui/players?id=pa&mode={mode}", headers=admin_headers)
     assert search.status_code == 303 and search.headers["location"] == f"/ui/players/pa?mode={mode}"

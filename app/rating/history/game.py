@@ -22,17 +22,37 @@ from app.rating import normal, truncation
 from app.rating.history.gaussian import INF, Gaussian, Ninf
 from app.rating.normal import log_outcome_probability
 
+# The package's defaults, under its public names (trueskillthroughtime 1.1.0).
+BETA = 1.0
+MU = 0.0
+SIGMA = BETA * 6
+GAMMA = BETA * 0.03
+P_DRAW = 0.0
+
 INNER_SWEEPS = 10
 INNER_EPSILON = 1e-6
+# A truncation whose variance factor w is below this leaves the difference's variance
+# unchanged in floating point: its message is the flat one (as the package finds it).
+NEGLIGIBLE_W = 2.0**-52
 
 
 class Player:
-    """A player's prior skill, performance noise beta and skill drift gamma per time unit."""
+    """A player's prior skill, performance noise beta and skill drift gamma per time unit.
 
-    __slots__ = ("beta", "gamma", "prior")
+    `prior_draw` is accepted for the package's call shape and kept; like the package's,
+    nothing here reads it."""
 
-    def __init__(self, prior: Gaussian | None = None, beta: float = 1.0, gamma: float = 0.03) -> None:
-        self.prior = Gaussian(0.0, 6.0) if prior is None else prior
+    __slots__ = ("beta", "gamma", "prior", "prior_draw")
+
+    def __init__(
+        self,
+        prior: Gaussian | None = None,
+        beta: float = BETA,
+        gamma: float = GAMMA,
+        prior_draw: Gaussian = Ninf,
+    ) -> None:
+        self.prior = Gaussian(MU, SIGMA) if prior is None else prior
+        self.prior_draw = prior_draw
         if not (beta >= 0.0 and math.isfinite(beta)):
             raise ValueError(f"beta must be zero or positive and finite, got {beta!r}")
         if not (gamma >= 0.0 and math.isfinite(gamma)):
@@ -59,7 +79,7 @@ def truncation_message(mean: float, var: float, margin: float, tie: bool) -> tup
         v, w, rest = truncation.draw(mean / c, margin / c)
     else:
         v, w, rest = truncation.win((mean - margin) / c, 0.0)
-    if w <= 0.0:
+    if w <= NEGLIGIBLE_W:
         return 0.0, 0.0
     denom = var * rest
     return w / denom, (mean * w + c * v) / denom
@@ -93,8 +113,8 @@ class Game:
             len(weights) != len(teams) or any(len(w) != len(t) for w, t in zip(weights, teams, strict=True))
         ):
             raise ValueError("weights must have one entry per player of every team")
-        if any(not (w >= 0.0 and math.isfinite(w)) for team in weights for w in team):
-            raise ValueError("weights must be zero or positive and finite")
+        if any(not math.isfinite(w) for team in weights for w in team):
+            raise ValueError("weights must be finite")
         self.teams = [list(team) for team in teams]
         self.result = result
         self.p_draw = float(p_draw)

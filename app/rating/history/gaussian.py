@@ -68,9 +68,9 @@ class Gaussian:
             return Gaussian(self.mu, self.sigma)
         return Gaussian.natural(self.pi - other.pi, self.tau - other.tau)
 
-    def forget(self, gamma: float, elapsed: float) -> Gaussian:
-        """The skill after `elapsed` time of drift with variance gamma² per unit (seed 001 eq. 1)."""
-        return Gaussian(self.mu, math.sqrt(self.sigma**2 + elapsed * gamma**2))
+    def forget(self, gamma: float, t: float) -> Gaussian:
+        """The skill after `t` time units of drift with variance gamma² per unit (seed 001 eq. 1)."""
+        return Gaussian(self.mu, math.sqrt(self.sigma**2 + t * gamma**2))
 
     def delta(self, other: Gaussian) -> tuple[float, float]:
         return abs(self.mu - other.mu), abs(self.sigma - other.sigma)

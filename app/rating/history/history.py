@@ -6,31 +6,43 @@ flows forward (the prior out of the past), backward (the likelihood out of the f
 within a batch (the other games).
 
 The history lives in flat arrays (`structure`), and messages are computed for many skills
-or games at once (`messages`), in the orders of `schedule`:
+or games at once (`messages`), in the package's order, level by level (`schedule`):
 
 - The constructor (and `add_events`) runs the package's online pass exactly: every game
   sees only the games before it, as TrueSkill would (seed 001 Code 8's curves).
-- `iteration()` is one sweep: every chain's backward messages, then its forward
-  messages, then every game again with its new cavity (the games of a batch in order).
-  The package instead updates batch after batch, so the two agree iteration by iteration
-  only approximately, and at convergence they reach the same fixed point.
+- `iteration()` is one sweep, the package's iteration: a backward pass over the batches
+  (last but one to first), then a forward pass (second to last), each batch's games updated
+  in order with the freshest messages; a single batch instead runs its games up to 20 times
+  (the package's Batch.convergence). Every game is visited once per pass: twice a sweep,
+  except the first and last batch's games, once. Iterates equal the package's (up to its
+  approximate erfc), so a call never stops further from the answer than the package's.
+- `convergence()` stops on an estimate of the distance to the fixed point, not on a step.
 """
 
 from __future__ import annotations
 
 import math
-from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from app.rating.history import messages
+from app.rating.history import acceleration, messages
+from app.rating.history.acceleration import Anderson
 from app.rating.history.game import Player
 from app.rating.history.gaussian import INF, Gaussian
-from app.rating.history.schedule import Chains, Group, chains, groups, levels_and_rounds
-from app.rating.history.structure import Array, Flat
+from app.rating.history.schedule import Group, Passes, next_skills, pass_groups, passes
+from app.rating.history.structure import Array, Flat, Index
 
 Composition = Sequence[Sequence[Sequence[str]]]
+
+# The package's defaults for History.convergence (trueskillthroughtime 1.1.0).
+EPSILON = 1e-6
+ITERATIONS = 30
+# A single batch: the package's Batch.convergence, run by each sweep.
+BATCH_EPSILON = 1e-6
+BATCH_ITERATIONS = 20
+# Anderson acceleration starts once two successive step ratios agree within this fraction.
+LINEAR = 0.2
 
 
 def _games(
@@ -92,12 +104,13 @@ class History:
         self.mu, self.sigma, self.beta, self.gamma, self.p_draw = mu, sigma, beta, gamma, p_draw
         self.timed = given_times is not None
         self._flat = Flat(p_draw, self.timed, Player(Gaussian(mu, sigma), beta, gamma))
-        self._skill_rounds: array[int] = array("q")
-        self._game_rounds = np.zeros(0, dtype=np.int64)
-        self._rounds: list[Group] = []
-        self._chains = Chains([])
-        self._scheduled = False
+        self._passes: Passes | None = None  # laid out at the first sweep after a change
+        self._following = np.zeros(0, dtype=np.int64)
         self.size = 0
+        # What the last convergence() reached: the estimated distance to the fixed point
+        # (inf until two sweeps have measured a contraction) and whether `iterations` stopped it.
+        self.distance = INF
+        self.capped = False
         self._extend(composition, results, given_times, weights, priors or {})
 
     def __len__(self) -> int:
@@ -129,15 +142,14 @@ class History:
                 weights = [weights[g] for g in order] if weights is not None else None
                 times = [times[g] for g in order]
         first_game, first_skill = flat.append(composition, results, weights, times, order)
-        levels, rounds, first_levels = levels_and_rounds(flat, first_game, first_skill, self._skill_rounds)
-        new_games = np.arange(first_game, flat.games, dtype=np.int64)
-        new_skills = np.arange(first_skill, flat.skills, dtype=np.int64)
-        # The online pass: level by level, each skill's forward message set at its first game.
-        for group in groups(flat, new_games, levels, new_skills, first_levels):
-            messages.refresh(flat, group.refresh)
+        # The online pass: level by level, each skill's forward message set at its first game
+        # (old skills, which a new game may join in the last batch, keep theirs).
+        online = pass_groups(flat, [(first_game, flat.games)], flat.skill_prev)
+        for group in online:
+            messages.refresh(flat, group.refresh[group.refresh >= first_skill])
             messages.update(flat, group)
-        self._game_rounds = np.concatenate((self._game_rounds, rounds))
-        self._scheduled = False  # rounds and chains are laid out again at the next sweep
+        self._passes = None
+        self.distance = INF
         self.size += count
 
     def add_events(
@@ -165,24 +177,40 @@ class History:
             )
         self._extend(composition, results, given_times, weights, priors or {})
 
-    def iteration(self) -> float:
-        """One sweep (backward and forward messages along every chain, then every game);
-        the largest change of any posterior's mu or sigma."""
+    def iteration(self) -> tuple[float, float]:
+        """One sweep, the package's iteration (see the module's docstring). Returns the
+        largest change of any posterior's mu and of any sigma within either pass, as the
+        package measures its step."""
         flat = self._flat
-        if not self._scheduled:
-            self._rounds = groups(flat, np.arange(flat.games, dtype=np.int64), self._game_rounds)
-            self._chains = chains(flat)
-            self._scheduled = True
+        if self._passes is None:
+            self._passes = passes(flat)
+            self._following = next_skills(flat)
+        work = self._passes
+        if work.single:
+            step = (0.0, 0.0)
+            for _ in range(BATCH_ITERATIONS):
+                inner = self._pass(work.single, None)
+                step = (max(step[0], inner[0]), max(step[1], inner[1]))
+                if max(inner) <= BATCH_EPSILON:
+                    break
+            return step
+        back = self._pass(work.backward, self._following)
+        ahead = self._pass(work.forward, None)
+        return max(back[0], ahead[0]), max(back[1], ahead[1])
+
+    def _pass(self, groups: list[Group], following: Index | None) -> tuple[float, float]:
+        """Update `groups` in order, each after its skills' messages out of the linked skills
+        (backward from `following`, or forward when None); the largest changes of mu and sigma."""
+        flat = self._flat
         old_mu, old_sigma = self._moments()
-        messages.backward(flat, self._chains)
-        messages.forward(flat, self._chains)
-        for group in self._rounds:
-            messages.update(flat, group, damped=True)
+        for group in groups:
+            if following is None:
+                messages.refresh(flat, group.refresh)
+            else:
+                messages.refresh_backward(flat, group.refresh, following)
+            messages.update(flat, group)
         mu, sigma = self._moments()
-        with np.errstate(invalid="ignore"):
-            changes = np.concatenate((np.abs(mu - old_mu), np.abs(sigma - old_sigma)))
-        changes = changes[~np.isnan(changes)]  # a flat posterior before and after is no change
-        return float(changes.max()) if len(changes) else 0.0
+        return _largest(mu, old_mu), _largest(sigma, old_sigma)
 
     def _moments(self) -> tuple[Array, Array]:
         flat = self._flat
@@ -193,15 +221,76 @@ class History:
             return np.where(proper, tau / pi, 0.0), np.where(proper, np.sqrt(1.0 / pi), INF)
 
     def convergence(
-        self, epsilon: float = 1e-6, iterations: int = 30, verbose: bool = False
-    ) -> tuple[float, int]:
-        step = INF
+        self,
+        epsilon: float = EPSILON,
+        iterations: int = ITERATIONS,
+        verbose: bool = False,
+        progress: Callable[[int], None] | None = None,
+        accelerate: bool = True,
+    ) -> tuple[tuple[float, float], int]:
+        """Sweep until the learning curves are within `epsilon` of the fixed point, or for at
+        most `iterations` sweeps (one sweep: see `iteration`). Returns the package's shape,
+        (the last sweep's step as (mu, sigma), sweeps run); `distance` and `capped` say
+        what was reached.
+
+        `epsilon` bounds the distance to the fixed point: the largest |Δmu| or |Δsigma| over
+        every learning-curve point between these curves and the converged ones. It is
+        estimated from the contraction of successive steps: near a fixed point the step
+        shrinks by a rate r per sweep, so the distance left is about step·r/(1 − r), with r
+        the larger of the last two step ratios (the estimate is inf while r ≥ 1, or before
+        two sweeps). It stops when that estimate and the last step are both at most epsilon:
+        a slow mode makes small steps far from the answer, which a step test alone would
+        take for convergence.
+
+        Sweeps are Anderson-accelerated (`acceleration`; `accelerate=False` gives the plain
+        sweeps, the package's iterates) once the plain steps contract linearly, at a rate r
+        measured then; a step then includes the extrapolation's move, and the distance is
+        the larger of the estimate above and step/(1 − r) (accelerated steps can stall, and
+        the slow mode shrinks by only 1 − r a plain sweep, so a small step can still be far
+        from the answer).
+        `verbose` prints each sweep (off by default, unlike the package); `progress`, if
+        given, is called with the number of sweeps done after each.
+        """
+        flat = self._flat
+        steps: list[float] = []
+        step = (INF, INF)
         done = 0
-        while step > epsilon and done < iterations:
-            step = self.iteration()
+        self.distance = INF
+        anderson = Anderson(len(flat.own_tau) + 2 * flat.skills) if accelerate else None
+        rate = 0.0  # the plain sweeps' contraction rate when acceleration engages
+        while done < iterations:
+            mu_before, sigma_before = self._moments()
+            x = acceleration.read(flat) if anderson is not None else None
+            plain = self.iteration()
+            if anderson is not None and x is not None and (anderson.engaged or _linear(steps)):
+                if not anderson.engaged:
+                    anderson.engaged = True
+                    rate = max(steps[-1] / steps[-2], steps[-2] / steps[-3])
+                g = acceleration.read(flat)
+                if np.isfinite(g).all() and np.isfinite(x).all():
+                    extrapolated = anderson.step(x, g)
+                    if extrapolated is not g:
+                        acceleration.write(flat, extrapolated)
+                else:
+                    anderson = None  # point masses (infinite messages): plain sweeps
+            mu, sigma = self._moments()
+            step = (max(plain[0], _largest(mu, mu_before)), max(plain[1], _largest(sigma, sigma_before)))
             done += 1
+            steps.append(max(step))
+            self.distance = _distance(steps)
+            if anderson is not None and anderson.engaged:
+                # Accelerated steps are neither geometric nor always shrinking (Anderson can
+                # stall for a sweep or two): count each as a plain sweep's residual, which
+                # the plain rate r (measured before engaging) shrinks only by 1 − r, so that
+                # the point it started from was step/(1 − r) away.
+                self.distance = max(self.distance, max(max(plain), steps[-1]) / (1.0 - rate))
             if verbose:
-                print(f"Iteration = {done}, step = {step}")
+                print(f"Iteration = {done}, step = {step}, distance = {self.distance}")
+            if progress is not None:
+                progress(done)
+            if steps[-1] <= epsilon and self.distance <= epsilon:
+                break
+        self.capped = not (steps and steps[-1] <= epsilon and self.distance <= epsilon)
         return step, done
 
     def _posterior(self, skill: int) -> Gaussian:
@@ -256,3 +345,32 @@ class History:
         ):
             skills[batch][flat.names[player]] = s
         return [Batch(self, float(time), skills[b]) for b, time in enumerate(flat.times.tolist())]
+
+
+def _largest(new: Array, old: Array) -> float:
+    with np.errstate(invalid="ignore"):
+        changes = np.abs(new - old)
+    changes = changes[~np.isnan(changes)]  # a flat posterior before and after is no change
+    return float(changes.max()) if len(changes) else 0.0
+
+
+def _linear(steps: list[float]) -> bool:
+    """The sweeps contract linearly: the last two step ratios are below 1 and within
+    LINEAR of each other. Extrapolating before that (in the first, nonlinear sweeps) can
+    land further from the fixed point than plain sweeps."""
+    if len(steps) < 3 or min(steps[-3:]) <= 0.0:
+        return False
+    first, second = steps[-2] / steps[-3], steps[-1] / steps[-2]
+    return first < 1.0 and second < 1.0 and abs(second - first) <= LINEAR * max(first, second)
+
+
+def _distance(steps: list[float]) -> float:
+    """The distance to the fixed point estimated from the last steps: step·r/(1 − r)."""
+    last = steps[-1]
+    if last == 0.0:
+        return 0.0
+    if len(steps) < 2:
+        return INF
+    ratios = [b / a if a > 0.0 else INF for a, b in zip(steps[-3:-1], steps[-2:], strict=False)]
+    rate = max(ratios)
+    return last * rate / (1.0 - rate) if rate < 1.0 else INF

@@ -11,13 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from app.rating import truncation_arrays
-from app.rating.history.game import Game, Player
+from app.rating.history.game import NEGLIGIBLE_W, Game, Player
 from app.rating.history.gaussian import INF, Gaussian
-from app.rating.history.schedule import Chains, Group
+from app.rating.history.schedule import Group
 from app.rating.history.structure import Array, Flat, Index
-
-# The smallest step a sweep's damping takes towards a game's new message.
-MIN_RATE = 1.0 / 16.0
 
 
 def _drift(pi: Array, tau: Array, drift: Array) -> tuple[Array, Array]:
@@ -46,51 +43,34 @@ def refresh(flat: Flat, skills: Index) -> None:
         flat.fwd_tau[skills] = np.where(pi == 0.0, flat.prior_tau[player], new_tau)
 
 
-def forward(flat: Flat, chains: Chains) -> None:
-    """Every forward message, along every chain from its start."""
-    if flat.exotic_priors:
-        # A flat or point-mass prior: the special cases of pi = 0 or ∞ on every step.
-        for later, _ in chains.steps:
-            refresh(flat, later)
+def refresh_backward(flat: Flat, skills: Index, following: Index) -> None:
+    """Backward messages into `skills` from their players' next skills: that skill's games'
+    messages times its backward message, drifted back by its elapsed time (the package's
+    backward_prior_out); flat for a player's last skill."""
+    if len(skills) == 0:
         return
-    fwd_pi, fwd_tau, lik_pi, lik_tau, drift = flat.fwd_pi, flat.fwd_tau, flat.lik_pi, flat.lik_tau, flat.drift
-    for later, earlier in chains.steps:
-        pi = fwd_pi[earlier] + lik_pi[earlier]
-        tau = fwd_tau[earlier] + lik_tau[earlier]
-        var = 1.0 / pi + drift[later]
-        fwd_pi[later] = 1.0 / var
-        fwd_tau[later] = tau / pi / var
-
-
-def backward(flat: Flat, chains: Chains) -> None:
-    """Every backward message, along every chain from its end (the last skill gets none)."""
-    bwd_pi, bwd_tau, lik_pi, lik_tau, drift = flat.bwd_pi, flat.bwd_tau, flat.lik_pi, flat.lik_tau, flat.drift
-    exotic = flat.exotic_priors
+    nxt = following[skills]
+    known = np.maximum(nxt, 0)
+    has = nxt >= 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        for later, earlier in reversed(chains.steps):
-            pi = lik_pi[later] + bwd_pi[later]
-            tau = lik_tau[later] + bwd_tau[later]
-            var = 1.0 / pi + drift[later]
-            informed = pi > 0.0
-            bwd_pi[earlier] = np.where(informed, 1.0 / var, 0.0)
-            bwd_tau[earlier] = np.where(informed, tau / pi / var, 0.0)
-            if exotic and np.isinf(pi).any():
-                point = np.isinf(pi)
-                bwd_pi[earlier[point]] = pi[point]
-                bwd_tau[earlier[point]] = tau[point]
+        pi = np.where(has, flat.lik_pi[known] + flat.bwd_pi[known], 0.0)
+        tau = np.where(has, flat.lik_tau[known] + flat.bwd_tau[known], 0.0)
+        new_pi, new_tau = _drift(pi, tau, flat.drift[known])
+        informed = pi > 0.0
+        flat.bwd_pi[skills] = np.where(informed, new_pi, 0.0)
+        flat.bwd_tau[skills] = np.where(informed, new_tau, 0.0)
 
 
-def update(flat: Flat, group: Group, damped: bool = False) -> None:
-    """Re-run the group's games with their cavities, and swap in their new messages; damped,
-    move each message only part of the way (in natural parameters), by its own rate."""
+def update(flat: Flat, group: Group) -> None:
+    """Re-run the group's games with their cavities, and swap in their new messages."""
     one_by_one = list(group.general)
     if len(group.games):
-        one_by_one.extend(_two_teams(flat, group, damped))
+        one_by_one.extend(_two_teams(flat, group))
     for game in one_by_one:
-        _general(flat, game, damped)
+        _general(flat, game)
 
 
-def _two_teams(flat: Flat, group: Group, damped: bool) -> list[int]:
+def _two_teams(flat: Flat, group: Group) -> list[int]:
     """Game's closed form for two teams (seed 001 §2; seed 000 Table 1), one element per game.
     Returns the games left to the general path: those with an improper cavity."""
     entries, games = group.entries, group.games
@@ -119,7 +99,8 @@ def _two_teams(flat: Flat, group: Group, damped: bool) -> list[int]:
         var_d = v0 + v1
         flat.log_evidence[games] = truncation_arrays.log_outcome(mean, np.sqrt(var_d), margin, tie)
         d_pi, d_tau = truncation_arrays.message(mean, var_d, margin, tie)
-        informative = d_pi > 0.0
+        # d_pi·var_d = w/(1 − w): a negligible w is the flat message, as in Game.
+        informative = d_pi * var_d > NEGLIGIBLE_W
         d_mu = sign * (d_tau / d_pi)
         d_var = 1.0 / d_pi
         # t_first = t_second + d and t_second = t_first − d, each with the other team's prior.
@@ -153,33 +134,15 @@ def _two_teams(flat: Flat, group: Group, damped: bool) -> list[int]:
         keep = ~bad_games[group.slots // 2]
         entries, s = entries[keep], s[keep]
         own_pi, own_tau, new_pi, new_tau = own_pi[keep], own_tau[keep], new_pi[keep], new_tau[keep]
-    _swap(flat, entries, s, (own_pi, own_tau), (new_pi, new_tau), damped)
+    _swap(flat, entries, s, (own_pi, own_tau), (new_pi, new_tau))
     return bad
 
 
 def _swap(
-    flat: Flat,
-    entries: Index,
-    skills: Index,
-    old: tuple[Array, Array],
-    new: tuple[Array, Array],
-    damped: bool,
+    flat: Flat, entries: Index, skills: Index, old: tuple[Array, Array], new: tuple[Array, Array]
 ) -> None:
-    """Replace the entries' messages `old` with `new` in their skills' sums (no skill twice).
-
-    Damped (the sweeps), each message moves only part of the way, by a rate of its own:
-    halved when its change reverses (an oscillation), grown back towards 1 while it keeps
-    its direction."""
+    """Replace the entries' messages `old` with `new` in their skills' sums (no skill twice)."""
     (own_pi, own_tau), (new_pi, new_tau) = old, new
-    if damped:
-        change = new_tau - own_tau
-        rate = flat.entry_rate[entries]
-        reversed_ = change * flat.entry_change[entries] < 0.0
-        rate = np.where(reversed_, np.maximum(rate * 0.5, MIN_RATE), np.minimum(rate * 1.5, 1.0))
-        new_pi = own_pi + rate * (new_pi - own_pi)
-        new_tau = own_tau + rate * change
-        flat.entry_rate[entries] = rate
-        flat.entry_change[entries] = rate * change
     flat.lik_pi[skills] += new_pi - own_pi
     flat.lik_tau[skills] += new_tau - own_tau
     flat.own_pi[entries] = new_pi
@@ -193,7 +156,7 @@ def _natural(g: Gaussian) -> tuple[float, float]:
     return pi, g.mu * pi
 
 
-def _general(flat: Flat, game: int, damped: bool) -> None:
+def _general(flat: Flat, game: int) -> None:
     """Any game, through Game, with each player's cavity as prior."""
     lo, hi = int(flat.game_start[game]), int(flat.game_start[game + 1])
     entries = range(lo, hi)
@@ -216,7 +179,7 @@ def _general(flat: Flat, game: int, damped: bool) -> None:
     new = np.array([_natural(likelihood) for team in played.likelihoods for likelihood in team])
     indices = np.arange(lo, hi, dtype=np.int64)
     old = (flat.own_pi[indices], flat.own_tau[indices])
-    _swap(flat, indices, flat.entry_skill[indices], old, (new[:, 0], new[:, 1]), damped)
+    _swap(flat, indices, flat.entry_skill[indices], old, (new[:, 0], new[:, 1]))
     flat.log_evidence[game] = played.log_evidence
 
 

@@ -1,16 +1,22 @@
-"""The order in which a flat history's games and chains are updated.
+"""The order in which a flat history's games are updated: the package's order, level by level.
 
-Three schedules, each a list of independent pieces of work:
+trueskillthroughtime updates a history batch by batch, and within a batch game by game,
+each game seeing the freshest messages (seed 001 §2.3):
 
-- **levels** (the initial, online pass): a game's level is one more than the levels of
-  its players' previous games, within its batch or, for a player's first game in a batch,
-  the last game of their previous batch. The games of a level share no skill, and every
-  game comes after the games it depends on, so updating level by level gives exactly the
-  package's pass batch by batch, game by game (seed 001 §2.3: each batch sees the past).
-- **rounds** (the games' part of a sweep): the same within a batch only. Skill messages
-  of other batches are fixed while a sweep updates its games.
-- **chains** (forward and backward messages, seed 001 eq. 1's dynamics): position k of
-  every player's chain of skills at once, for the players who have a position k.
+- the online pass: batches in time order, each skill's forward message set from the
+  player's previous skill just before the batch's games;
+- a sweep (`History.iteration`): a backward pass over batches last−1 … 0 (backward messages
+  from the player's next skill, then the batch's games), then a forward pass over batches
+  1 … last (forward messages, then the batch's games).
+
+A pass is a chain of dependencies only through shared skills, so it can be cut into
+**levels**: a game's level is one more than the levels of the games it must see, namely
+the previous game on each of its skills within the batch (games of a batch go in their
+listed order in both passes), or, for a skill's first game in the batch, the last game of
+the linked skill (the player's previous skill going forward, their next going backward).
+The games of one level share no skill and see only lower levels, so updating level by
+level, all the games of a level at once, gives exactly the package's pass. Each skill's
+message out of the linked skill is set just before its level (`Group.refresh`).
 """
 
 from __future__ import annotations
@@ -40,60 +46,80 @@ class Group:
 
 
 @dataclass(frozen=True, slots=True)
-class Chains:
-    """Pairs (skills at position k, the same players' skills at k − 1), for k = 1, 2, …"""
+class Passes:
+    """A sweep's work: the backward pass, then the forward pass (several batches); or, for a
+    single batch, its games in order (`single`), repeated as the package's Batch.convergence."""
 
-    steps: list[tuple[Index, Index]]
+    backward: list[Group]
+    forward: list[Group]
+    single: list[Group]
 
 
-def levels_and_rounds(
-    flat: Flat,
-    first_game: int,
-    first_skill: int,
-    rounds: array,  # type: ignore[type-arg]
-) -> tuple[Index, Index, Index]:
-    """Level and round of every new game, and the level at which each new skill is first
-    played. `rounds` holds each skill's last round and is extended and updated."""
-    games = flat.games - first_game
+def levels(flat: Flat, ranges: list[tuple[int, int]], link: Index) -> tuple[Index, Index]:
+    """The level of every game in `ranges` (ranges of games, in the order the pass visits
+    them), and the level at which each skill is first played in the pass (0: not in it).
+    `link[s]` is the skill whose messages flow into s across batches (or −1)."""
     # Read through memoryviews: a list of every entry's skill would hold a Python int each.
     entry_skill = flat.entry_skill.data
-    prev = flat.skill_prev.data
-    rounds.extend(array("q", bytes(8 * (flat.skills - len(rounds)))))
-    # Level of the last new game on each skill; 0 for none (old skills without one are done).
-    skill_level = array("q", bytes(8 * flat.skills))
-    first_level = array("q", bytes(8 * (flat.skills - first_skill)))
-    game_level = array("q", bytes(8 * games))
-    game_round = array("q", bytes(8 * games))
+    linked = link.data
     bounds = flat.game_start.data
-    for number in range(games):
-        level = 0
-        round_ = 0
-        lo, hi = bounds[first_game + number], bounds[first_game + number + 1]
-        for s in entry_skill[lo:hi]:
-            r = rounds[s]
-            if r > round_:
-                round_ = r
-            own = skill_level[s]
-            if own == 0 and s >= first_skill:
-                # The skill's first game: after the last game of the player's previous skill.
-                p = prev[s]
-                own = skill_level[p] if p >= 0 else 0
-            if own > level:
-                level = own
-        level += 1
-        round_ += 1
-        for s in entry_skill[lo:hi]:
-            rounds[s] = round_
-            if s >= first_skill and skill_level[s] == 0:
-                first_level[s - first_skill] = level
-            skill_level[s] = level
-        game_level[number] = level
-        game_round[number] = round_
+    skill_level = array("q", bytes(8 * flat.skills))
+    first_level = array("q", bytes(8 * flat.skills))
+    game_level = array("q", bytes(8 * flat.games))
+    for start, stop in ranges:
+        for g in range(start, stop):
+            level = 0
+            lo, hi = bounds[g], bounds[g + 1]
+            for s in entry_skill[lo:hi]:
+                own = skill_level[s]
+                if own == 0:
+                    other = linked[s]
+                    if other >= 0:
+                        own = skill_level[other]
+                if own > level:
+                    level = own
+            level += 1
+            for s in entry_skill[lo:hi]:
+                if skill_level[s] == 0:
+                    first_level[s] = level
+                skill_level[s] = level
+            game_level[g] = level
     return (
         np.frombuffer(game_level, dtype=np.int64).copy(),
-        np.frombuffer(game_round, dtype=np.int64).copy(),
         np.frombuffer(first_level, dtype=np.int64).copy(),
     )
+
+
+def pass_groups(flat: Flat, ranges: list[tuple[int, int]], link: Index) -> list[Group]:
+    """The groups of one pass over the games in `ranges`, with each skill of the pass
+    refreshed (its message out of `link`) at the level of its first game."""
+    game_level, first_level = levels(flat, ranges, link)
+    games = np.concatenate(
+        [np.arange(lo, hi, dtype=np.int64) for lo, hi in ranges] or [np.zeros(0, np.int64)]
+    )
+    skills = np.flatnonzero(first_level).astype(np.int64)
+    return groups(flat, games, game_level[games], skills, first_level[skills])
+
+
+def next_skills(flat: Flat) -> Index:
+    """Each skill's player's next skill, or −1."""
+    following = np.full(flat.skills, -1, dtype=np.int64)
+    prev = flat.skill_prev
+    has = np.flatnonzero(prev >= 0)
+    following[prev[has]] = has
+    return following
+
+
+def passes(flat: Flat) -> Passes:
+    batches = len(flat.times)
+    if batches <= 1:
+        return Passes([], [], pass_groups(flat, [(0, flat.games)], flat.skill_prev))
+    starts = np.searchsorted(flat.game_batch, np.arange(batches + 1)).tolist()
+    backward = pass_groups(
+        flat, [(starts[b], starts[b + 1]) for b in range(batches - 2, -1, -1)], next_skills(flat)
+    )
+    forward = pass_groups(flat, [(starts[1], starts[batches])], flat.skill_prev)
+    return Passes(backward, forward, [])
 
 
 def groups(
@@ -157,27 +183,3 @@ def _entries(flat: Flat, games: Index) -> tuple[Index, Index, Index]:
     entries = np.repeat(first, counts) + within
     position = np.repeat(np.arange(len(games), dtype=np.int64), counts)
     return entries, 2 * position + flat.entry_team[entries], position
-
-
-def chains(flat: Flat) -> Chains:
-    """Every player's skills in time order (their creation order), laid out position by
-    position with the longest chains first, so that the players present at position k are
-    the first n_k of those present at k − 1."""
-    player = flat.skill_player
-    if len(player) == 0:
-        return Chains([])
-    by_player = np.argsort(player, kind="stable")
-    lengths = np.bincount(player, minlength=len(flat.names))
-    starts = np.cumsum(lengths) - lengths
-    position = np.empty(len(player), dtype=np.int64)
-    position[by_player] = np.arange(len(player), dtype=np.int64) - np.repeat(starts, lengths)
-    rank = np.empty(len(lengths), dtype=np.int64)
-    rank[np.argsort(-lengths, kind="stable")] = np.arange(len(lengths), dtype=np.int64)
-    layout = np.lexsort((rank[player], position))
-    present = np.bincount(position)
-    offsets = np.concatenate(([0], np.cumsum(present)))
-    steps = []
-    for k in range(1, len(present)):
-        n = int(present[k])
-        steps.append((layout[offsets[k] : offsets[k] + n], layout[offsets[k - 1] : offsets[k - 1] + n]))
-    return Chains(steps)

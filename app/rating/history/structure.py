@@ -89,8 +89,6 @@ class Flat:
         self.entry_player = np.zeros(0, dtype=np.int64)
         self.weight = np.zeros(0)
         self.own_pi, self.own_tau = np.zeros(0), np.zeros(0)
-        # Sweeps' damping: each message's rate and its last change (of tau).
-        self.entry_rate, self.entry_change = np.zeros(0), np.zeros(0)
 
     @property
     def games(self) -> int:
@@ -311,8 +309,6 @@ class Flat:
         new_entries = len(e_skill)
         self.own_pi = _grow(self.own_pi, np.zeros(new_entries))
         self.own_tau = _grow(self.own_tau, np.zeros(new_entries))
-        self.entry_rate = _grow(self.entry_rate, np.ones(new_entries))
-        self.entry_change = _grow(self.entry_change, np.zeros(new_entries))
 
     def entry_game(self) -> Index:
         """The game of every entry."""
@@ -352,6 +348,6 @@ def _weights(weights: Sequence[Sequence[float]] | None, teams: Teams, game: int)
     if len(weights) != len(teams) or any(len(w) != len(t) for w, t in zip(weights, teams, strict=True)):
         raise ValueError(f"game {game}: weights must have one entry per player of every team")
     out = [[float(w) for w in team] for team in weights]
-    if any(not (w >= 0.0 and math.isfinite(w)) for team in out for w in team):
-        raise ValueError(f"game {game}: weights must be zero or positive and finite")
+    if any(not math.isfinite(w) for team in out for w in team):
+        raise ValueError(f"game {game}: weights must be finite")
     return out

@@ -80,3 +80,31 @@ def test_log_evidence_is_the_log_of_the_evidence(result: list[float], p_draw: fl
     assert game.log_evidence == pytest.approx(math.log(game.evidence), rel=1e-12)
     three = Game([[Player()], [Player()], [Player(Gaussian(2.0, 1.0))]], [2.0, 1.0, 1.0], 0.25)
     assert three.log_evidence == pytest.approx(math.log(three.evidence), rel=1e-12)
+
+
+def test_the_package_public_names_and_call_shapes() -> None:
+    """trueskillthroughtime 1.1.0's constants, forget(gamma, t=...) and prior_draw."""
+    import trueskillthroughtime as peer
+
+    import app.rating.history as ours
+
+    for name in ("MU", "SIGMA", "BETA", "GAMMA", "P_DRAW", "EPSILON", "ITERATIONS", "inf"):
+        assert getattr(ours, name) == getattr(peer, name), name
+    assert Gaussian(1.0, 2.0).forget(0.5, t=4).sigma == pytest.approx(math.sqrt(4.0 + 4 * 0.25))
+    assert Player(prior_draw=Gaussian(0.0, 1.0)).prior_draw == Gaussian(0.0, 1.0)
+
+
+def test_a_negative_weight_plays_for_the_other_side() -> None:
+    """Weight −1 turns b's skill against b's own team: a's win is as much b's, so both move
+    up by the same, as the package's runtest expects."""
+    a, b = Player(Gaussian(2.0, 6.0), 1.0, 0.0), Player(Gaussian(2.0, 6.0), 1.0, 0.0)
+    [pa], [pb] = Game([[a], [b]], weights=[[1.0], [-1.0]]).posteriors()
+    assert pa.mu > 2.0 and pa.isapprox(pb, 1e-9)
+
+
+def test_a_certain_result_sends_the_flat_message() -> None:
+    """A win the priors make certain (the truncation's w below 2⁻⁵²) leaves the skills
+    exactly where they were: the message is N(0, inf), as the package's."""
+    g = Game([[Player(Gaussian(1.139, 0.531), 1.0)], [Player(Gaussian(15.568, 0.51), 1.0)]], [0, 1])
+    assert g.likelihoods[0][0].sigma == math.inf and g.likelihoods[0][0].mu == 0.0
+    assert g.likelihoods[1][0].sigma == math.inf
