@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.rating.errors import RatingInputError
+from app.rating.errors import RatingInputError, RatingTypeError
 from app.rating.rating import Rating
 
 RatingGroup = Sequence[Rating] | Mapping[Any, Rating]
@@ -52,37 +52,46 @@ def _as_rating(value: Any, team: int) -> Rating:
 
 
 def read_groups(rating_groups: Any) -> tuple[list[list[Rating]], list[list[Any]] | None]:
-    """Validate the teams; return their ratings and, for dict groups, their keys."""
+    """Validate the teams; return their ratings and, for dict groups, their keys.
+
+    As in the trueskill package, a Rating given where a team belongs, and teams of mixed
+    kinds (dicts and sequences), raise RatingTypeError (a TypeError and a ValueError)."""
     if isinstance(rating_groups, (str, bytes, Mapping)) or not isinstance(rating_groups, Sequence):
         raise RatingInputError("rating_groups must be a sequence of teams")
     if len(rating_groups) < 2:
         raise RatingInputError(f"a match needs at least 2 teams, got {len(rating_groups)}")
+    by_key = isinstance(rating_groups[0], Mapping)
     ratings: list[list[Rating]] = []
-    keys: list[list[Any]] | None = None
-    if isinstance(rating_groups[0], Mapping):
-        keys = []
-        seen: set[Any] = set()
-        for index, group in enumerate(rating_groups):
-            if not isinstance(group, Mapping):
-                raise RatingInputError("teams must all be dicts or all be sequences, not a mix")
-            if not group:
-                raise RatingInputError(f"team {index} is empty")
+    keys: list[list[Any]] | None = [] if by_key else None
+    seen: set[Any] = set()
+    for index, group in enumerate(rating_groups):
+        kind = type(group)
+        if kind is list or kind is tuple:
+            # The common call: a list or tuple of Ratings, checked without the ABCs.
+            team = [r if type(r) is Rating else _as_rating(r, index) for r in group]
+            mapping = False
+        elif isinstance(group, Rating):
+            raise RatingTypeError(f"team {index} is a Rating, not a team: wrap it as ({group!r},)")
+        elif isinstance(group, Mapping):
+            team = [_as_rating(r, index) for r in group.values()]
+            mapping = True
+        elif isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
+            raise RatingInputError(f"team {index} must be a sequence of ratings")
+        else:
+            team = [_as_rating(r, index) for r in group]
+            mapping = False
+        if mapping is not by_key:
+            raise RatingTypeError("teams must all be dicts or all be sequences, not a mix")
+        if not team:
+            raise RatingInputError(f"team {index} is empty")
+        if keys is not None:
             for key in group:
                 if key in seen:
                     raise RatingInputError(f"player {key!r} appears twice")
                 seen.add(key)
-            keys.append(list(group.keys()))
-            ratings.append([_as_rating(r, index) for r in group.values()])
-        return ratings, keys
-    for index, group in enumerate(rating_groups):
-        if isinstance(group, (Mapping, str, bytes)) or not isinstance(group, Sequence):
-            if isinstance(group, Mapping):
-                raise RatingInputError("teams must all be dicts or all be sequences, not a mix")
-            raise RatingInputError(f"team {index} must be a sequence of ratings")
-        if not group:
-            raise RatingInputError(f"team {index} is empty")
-        ratings.append([_as_rating(r, index) for r in group])
-    return ratings, None
+            keys.append(list(group))
+        ratings.append(team)
+    return ratings, keys
 
 
 def _finite_list(values: Any, name: str, count: int) -> list[float]:
