@@ -21,6 +21,7 @@ from app.rating.inference import (
     chain,
     chain_order,
     chain_ties,
+    draw_margin,
     push_to_players,
     team_performances,
     team_updates,
@@ -144,6 +145,8 @@ class TrueSkill:
             )
         self._beta2 = self.beta * self.beta
         self._tau2 = self.tau * self.tau
+        # Draw margins by the players of the two compared teams, computed once each.
+        self._margins: dict[int, float] = {}
 
     def create_rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
         """A rating at this environment's prior, or at the given values."""
@@ -181,7 +184,7 @@ class TrueSkill:
             tolerance = min(tolerance, float(min_delta))
         return teams.rebuild(self._rate_teams(teams, tolerance))
 
-    def _rate_teams(self, teams: Teams, tolerance: float) -> list[list[Rating]]:
+    def _rate_teams(self, teams: Teams, tolerance: float) -> list[tuple[Rating, ...]]:
         ratings = teams.ratings
         alphas = self.performance.coefficients(ratings, teams.weights, teams.coefficients)
         means, variances = team_performances(ratings, alphas, self._beta2, self._tau2)
@@ -189,7 +192,7 @@ class TrueSkill:
         if self.tie_model == "chain" and len(ranks) == 2:
             winner = 0 if ranks[0] <= ranks[1] else 1
             tie = ranks[0] == ranks[1]
-            (margin,) = self._chain_margins(ratings, alphas, means, variances, [0, 1])
+            margin = self._margin(ratings, self._noise(alphas), means, variances, 0, 1)
             if tie and margin <= 0.0:
                 raise RatingInputError(TIE_WITHOUT_DRAWS)
             updates = two_teams(means, variances, winner, tie, margin)
@@ -230,7 +233,20 @@ class TrueSkill:
         variances: list[float],
         order: list[int],
     ) -> list[float]:
-        """The draw margin between each pair of neighbouring teams along `order`.
+        """The draw margin between each pair of neighbouring teams along `order`."""
+        noise = self._noise(alphas)
+        return [self._margin(ratings, noise, means, variances, a, b) for a, b in pairwise(order)]
+
+    def _margin(
+        self,
+        ratings: list[list[Rating]],
+        noise: list[float] | None,
+        means: list[float],
+        variances: list[float],
+        a: int,
+        b: int,
+    ) -> float:
+        """The draw margin between teams a and b.
 
         TrueSkill's sum: seed 000 §4.1 by player counts, Φ⁻¹((p + 1)/2)·sqrt(n_a + n_b)·beta.
         Other team-performance functions: Φ⁻¹((p + 1)/2)·sqrt(noise_a + noise_b) with the
@@ -238,20 +254,19 @@ class TrueSkill:
         scales with any other function. A dynamic draw probability is asked per pair, given
         the two team performances N(m_k, V_k), as the package asks it.
         """
-        sqrt = math.sqrt
-        noise = self._noise(alphas)
         if noise is not None:
-            return [self.draw_z * sqrt(noise[a] + noise[b]) for a, b in pairwise(order)]
-        margins = []
-        for a, b in pairwise(order):
-            draw_z = self.draw_z
-            if self._dynamic is not None:
-                p = self._dynamic(
-                    Rating(means[a], sqrt(variances[a])), Rating(means[b], sqrt(variances[b])), self
-                )
-                draw_z = normal.half_width(_probability(p))
-            margins.append(draw_z * sqrt(len(ratings[a]) + len(ratings[b])) * self.beta)
-        return margins
+            return self.draw_z * math.sqrt(noise[a] + noise[b])
+        players = len(ratings[a]) + len(ratings[b])
+        if self._dynamic is not None:
+            sqrt = math.sqrt
+            p = self._dynamic(
+                Rating(means[a], sqrt(variances[a])), Rating(means[b], sqrt(variances[b])), self
+            )
+            return draw_margin(normal.half_width(_probability(p)), players, self.beta)
+        margin = self._margins.get(players)
+        if margin is None:
+            margin = self._margins[players] = draw_margin(self.draw_z, players, self.beta)
+        return margin
 
     def _noise(self, alphas: list[list[float]]) -> list[float] | None:
         """Per team Σ α²·beta², the performance noise the draw margin scales with; None for

@@ -40,8 +40,12 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from app.rating.errors import TIE_WITHOUT_DRAWS, RatingInputError
-from app.rating.rating import Rating, trusted_rating
+from app.rating.rating import Rating
 from app.rating.truncation import draw, win
+
+# No zip here takes strict=True: the lists are built in one shape by read_teams and this
+# module, and any keyword sends zip() down CPython's slow call path, which in these hot
+# loops costs as much as the arithmetic (pyproject.toml lets B905 pass for this file).
 
 # Sweeps stop when no truncation factor's V and W moved more than this in a sweep; the
 # ratings are then within ~1e-9 of the fixed point (tests/rating check it).
@@ -61,10 +65,10 @@ def team_performances(
     layers with the players integrated out (Table 1, rows 1–3), tau added first."""
     means = []
     variances = []
-    for team, team_weights in zip(ratings, weights, strict=True):
+    for team, team_weights in zip(ratings, weights):
         m = 0.0
         v = 0.0
-        for (mu, sigma), w in zip(team, team_weights, strict=True):
+        for (mu, sigma), w in zip(team, team_weights):
             m += w * mu
             v += w * w * (sigma * sigma + tau2 + beta2)
         means.append(m)
@@ -86,7 +90,7 @@ def chain_order(ranks: list[float]) -> list[int]:
 def chain_ties(ranked: list[float], margins: list[float]) -> list[bool]:
     """Which neighbouring teams along the chain tie, given their ranks in chain order."""
     ties = [a == b for a, b in pairwise(ranked)]
-    for tie, margin in zip(ties, margins, strict=True):
+    for tie, margin in zip(ties, margins):
         if tie and margin <= 0.0:
             raise RatingInputError(TIE_WITHOUT_DRAWS)
     return ties
@@ -138,8 +142,8 @@ class ChainMessages:
     def received(self) -> tuple[list[float], list[float]]:
         """Per variable, the product of the messages the chain sends it (eq. 3)."""
         return (
-            [a + b for a, b in zip(self.right_pi, self.left_pi, strict=True)],
-            [a + b for a, b in zip(self.right_tau, self.left_tau, strict=True)],
+            [a + b for a, b in zip(self.right_pi, self.left_pi)],
+            [a + b for a, b in zip(self.right_tau, self.left_tau)],
         )
 
 
@@ -157,8 +161,8 @@ def chain_sweeps(
     x_k has the prior (prior_pi[k], prior_tau[k]); factor k says d_k > margins[k], or
     |d_k| <= margins[k] where ties[k]. The schedule of seed 000 Fig. 1: forward over every
     factor, back over the inner ones, updating `messages` in place, until no factor's V and W
-    moved more than `tolerance` in a sweep or `max_sweeps` is reached. Returns the largest
-    move of the last sweep.
+    moved more than `tolerance` (|dV| + |dW|, at most) since its previous visit, or
+    `max_sweeps` is reached. Returns a bound on the largest move of the last pass.
     """
     links = len(margins)
     left_pi = messages.left_pi
@@ -167,43 +171,57 @@ def chain_sweeps(
     right_tau = messages.right_tau
     last_v = messages.last_v
     last_w = messages.last_w
-    schedule = [*range(links), *range(links - 2, 0, -1)]
+    # Forward over every factor, then back over the inner ones: (factor, sends forward to
+    # x_{k+1}, sends back to x_k). A visit's message the other way would be overwritten before
+    # anything reads it; the end factors send both, as no visit from the other side follows.
+    last = links - 1
+    forward_pass = [(k, True, k in (0, last)) for k in range(links)]
+    backward_pass = [(k, False, True) for k in range(links - 2, 0, -1)]
+    # Squared, so no call to abs(): dV² + dW² <= tolerance²/2 gives |dV| + |dW| <= tolerance.
+    settled = 0.5 * tolerance * tolerance
     sqrt = math.sqrt
     moved = 0.0
     for _ in range(max_sweeps):
         moved = 0.0
-        for k in schedule:
-            j = k + 1
-            # The cavities: x_k without factor k's message, x_j without factor k's (eq. 5).
-            a_var = 1.0 / (prior_pi[k] + right_pi[k])
-            a_mean = (prior_tau[k] + right_tau[k]) * a_var
-            b_var = 1.0 / (prior_pi[j] + left_pi[j])
-            b_mean = (prior_tau[j] + left_tau[j]) * b_var
-            # d_k's cavity, through the difference factor (Table 1, rows 3–4).
-            mean = a_mean - b_mean
-            var = a_var + b_var
-            c = sqrt(var)
-            v, w, rest = draw(mean / c, margins[k] / c) if ties[k] else win((mean - margins[k]) / c)
-            # The truncation factor's message to d_k: posterior over cavity (eq. 6).
-            denom = var * rest
-            d_pi = w / denom
-            d_tau = (mean * w + c * v) / denom
-            # ... and on through the difference factor to x_k and x_j.
-            scale = 1.0 + d_pi * b_var
-            left_pi[k] = d_pi / scale
-            left_tau[k] = (d_tau + d_pi * b_mean) / scale
-            scale = 1.0 + d_pi * a_var
-            right_pi[j] = d_pi / scale
-            right_tau[j] = (d_pi * a_mean - d_tau) / scale
-            # Both moments must settle: in a symmetric tie V stays 0 while W moves.
-            change = abs(v - last_v[k]) + abs(w - last_w[k])
-            if change > moved:
-                moved = change
-            last_v[k] = v
-            last_w[k] = w
-        if moved <= tolerance:
-            break
-    return moved
+        for schedule in (forward_pass, backward_pass):
+            for k, forward, back in schedule:
+                j = k + 1
+                # The cavities: x_k without factor k's message, x_j without factor k's (eq. 5).
+                a_var = 1.0 / (prior_pi[k] + right_pi[k])
+                a_mean = (prior_tau[k] + right_tau[k]) * a_var
+                b_var = 1.0 / (prior_pi[j] + left_pi[j])
+                b_mean = (prior_tau[j] + left_tau[j]) * b_var
+                # d_k's cavity, through the difference factor (Table 1, rows 3–4).
+                mean = a_mean - b_mean
+                var = a_var + b_var
+                c = sqrt(var)
+                v, w, rest = draw(mean / c, margins[k] / c) if ties[k] else win((mean - margins[k]) / c)
+                # The truncation factor's message to d_k: posterior over cavity (eq. 6).
+                denom = var * rest
+                d_pi = w / denom
+                d_tau = (mean * w + c * v) / denom
+                # ... and on through the difference factor (Table 1, rows 3–4).
+                if forward:
+                    scale = 1.0 + d_pi * a_var
+                    right_pi[j] = d_pi / scale
+                    right_tau[j] = (d_pi * a_mean - d_tau) / scale
+                if back:
+                    scale = 1.0 + d_pi * b_var
+                    left_pi[k] = d_pi / scale
+                    left_tau[k] = (d_tau + d_pi * b_mean) / scale
+                # Both moments must settle: in a symmetric tie V stays 0 while W moves.
+                dv = v - last_v[k]
+                dw = w - last_w[k]
+                change = dv * dv + dw * dw
+                if change > moved:
+                    moved = change
+                last_v[k] = v
+                last_w[k] = w
+            # The forward pass visits every factor: once none moved since its previous
+            # visit, the backward pass could only confirm it, and is not run.
+            if moved <= settled:
+                return sqrt(2.0 * moved)
+    return sqrt(2.0 * moved)
 
 
 def chain(
@@ -220,7 +238,7 @@ def chain(
     margins and ties are along the chain."""
     count = len(order)
     prior_pi = [1.0 / variances[team] for team in order]
-    prior_tau = [means[team] * pi for team, pi in zip(order, prior_pi, strict=True)]
+    prior_tau = [means[team] * pi for team, pi in zip(order, prior_pi)]
     messages = ChainMessages.empty(count)
     chain_sweeps(prior_pi, prior_tau, margins, ties, messages, tolerance, max_sweeps)
     along_pi, along_tau = messages.received()
@@ -242,7 +260,7 @@ def team_updates(
     """
     shifts = []
     keeps = []
-    for m, var, u_pi, u_tau in zip(means, variances, to_pi, to_tau, strict=True):
+    for m, var, u_pi, u_tau in zip(means, variances, to_pi, to_tau):
         keep = 1.0 / (1.0 + u_pi * var)
         shifts.append((u_tau - u_pi * m) * keep)
         keeps.append(keep)
@@ -255,7 +273,7 @@ def push_to_players(
     variances: list[float],
     updates: TeamUpdates,
     tau2: float,
-) -> list[list[Rating]]:
+) -> list[tuple[Rating, ...]]:
     """Each player's posterior from what their team learned (Table 1 read bottom-up).
 
     Team k's performance t_k ~ N(m_k, V_k) moved its mean by V_k·g_k and kept the share q_k
@@ -267,17 +285,16 @@ def push_to_players(
 
     which stays positive however much the team learned.
     """
-    results: list[list[Rating]] = []
-    trusted = trusted_rating
+    results: list[tuple[Rating, ...]] = []
+    # A Rating from values computed here: tuple.__new__, without Rating's validation.
+    make = tuple.__new__
     sqrt = math.sqrt
     shifts, keeps = updates
-    for team, team_weights, var_t, shift, keep in zip(
-        ratings, weights, variances, shifts, keeps, strict=True
-    ):
+    for team, team_weights, var_t, shift, keep in zip(ratings, weights, variances, shifts, keeps):
         out = []
-        for (mu, sigma), w in zip(team, team_weights, strict=True):
+        for (mu, sigma), w in zip(team, team_weights):
             s2 = sigma * sigma + tau2
             ratio = w * w * s2 / var_t
-            out.append(trusted((mu + w * s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * keep)))))
-        results.append(out)
+            out.append(make(Rating, (mu + w * s2 * shift, sqrt(s2 * ((1.0 - ratio) + ratio * keep)))))
+        results.append(tuple(out))
     return results

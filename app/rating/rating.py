@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
-from functools import partial
 from operator import itemgetter
 from typing import Any
 
@@ -39,9 +37,9 @@ class Rating(tuple[float, float]):
     (`setup(mu=50)` makes `Rating()` N(50, sigma²)), `Rating((mu, sigma))` and
     `Rating(gaussian)` copy, ratings order by mu, and float()/int() give mu.
 
-    A tuple subclass so that creating the engine's outputs costs one allocation; the
-    engine builds its results with `trusted_rating((mu, sigma))`, which skips validation
-    of values it computed itself.
+    A tuple subclass so that creating the engine's outputs is cheap: the engine builds
+    its results with `tuple.__new__(Rating, (mu, sigma))`, which skips the validation of
+    values it computed itself.
     """
 
     __slots__ = ()
@@ -105,7 +103,3 @@ class Rating(tuple[float, float]):
 
     def __repr__(self) -> str:
         return f"Rating(mu={self[0]:.3f}, sigma={self[1]:.3f})"
-
-
-# A Rating from values the engine computed itself: no validation, one C call.
-trusted_rating: Callable[[tuple[float, float]], Rating] = partial(tuple.__new__, Rating)

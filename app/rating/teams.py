@@ -32,10 +32,10 @@ class Teams:
     # Team-performance coefficients given with the match (team_performance="weighted").
     coefficients: list[list[float]] | None = None
 
-    def rebuild(self, results: list[list[Rating]]) -> list[Any]:
-        """Give results back in the structure the caller used."""
+    def rebuild(self, results: list[tuple[Rating, ...]]) -> list[Any]:
+        """Give results back in the structure the caller used: tuples, or dicts by key."""
         if self.keys is None:
-            return [tuple(team) for team in results]
+            return results
         return [dict(zip(keys, team, strict=True)) for keys, team in zip(self.keys, results, strict=True)]
 
 
@@ -56,19 +56,29 @@ def read_groups(rating_groups: Any) -> tuple[list[list[Rating]], list[list[Any]]
 
     As in the trueskill package, a Rating given where a team belongs, and teams of mixed
     kinds (dicts and sequences), raise RatingTypeError (a TypeError and a ValueError)."""
-    if isinstance(rating_groups, (str, bytes, Mapping)) or not isinstance(rating_groups, Sequence):
+    kind = type(rating_groups)
+    if (
+        kind is not list
+        and kind is not tuple
+        and (isinstance(rating_groups, (str, bytes, Mapping)) or not isinstance(rating_groups, Sequence))
+    ):
         raise RatingInputError("rating_groups must be a sequence of teams")
     if len(rating_groups) < 2:
         raise RatingInputError(f"a match needs at least 2 teams, got {len(rating_groups)}")
-    by_key = isinstance(rating_groups[0], Mapping)
+    first = type(rating_groups[0])
+    by_key = first is not list and first is not tuple and isinstance(rating_groups[0], Mapping)
     ratings: list[list[Rating]] = []
     keys: list[list[Any]] | None = [] if by_key else None
     seen: set[Any] = set()
     for index, group in enumerate(rating_groups):
         kind = type(group)
         if kind is list or kind is tuple:
-            # The common call: a list or tuple of Ratings, checked without the ABCs.
-            team = [r if type(r) is Rating else _as_rating(r, index) for r in group]
+            # The common call: a list or tuple of Ratings, checked without the ABCs (a loop,
+            # not a comprehension, which costs a call of its own).
+            team = list(group)
+            for position, rating in enumerate(team):
+                if type(rating) is not Rating:
+                    team[position] = _as_rating(rating, index)
             mapping = False
         elif isinstance(group, Rating):
             raise RatingTypeError(f"team {index} is a Rating, not a team: wrap it as ({group!r},)")
@@ -95,17 +105,23 @@ def read_groups(rating_groups: Any) -> tuple[list[list[Rating]], list[list[Any]]
 
 
 def _finite_list(values: Any, name: str, count: int) -> list[float]:
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence):
+    kind = type(values)
+    if (
+        kind is not list
+        and kind is not tuple
+        and (isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence))
+    ):
         raise RatingInputError(f"{name} must be a sequence with one entry per team")
     if len(values) != count:
         raise RatingInputError(f"{name} has {len(values)} entries for {count} teams")
     out: list[float] = []
+    isfinite = math.isfinite
     for value in values:
         try:
             number = float(value)
         except (TypeError, ValueError):
             raise RatingInputError(f"{name} must be numbers, got {value!r}") from None
-        if not math.isfinite(number):
+        if not isfinite(number):
             raise RatingInputError(f"{name} must be finite, got {value!r}")
         out.append(number)
     return out
@@ -148,9 +164,12 @@ def read_weights(
 ) -> list[list[float]]:
     """Per-player numbers, 1 where not given: partial-play weights in [0, 1] or, with
     name="coefficient", team-performance coefficients in (0, COEFFICIENT_MAX]."""
-    plural = f"{name}s"
     if weights is None:
-        return [[1.0] * len(team) for team in ratings]
+        ones = []
+        for team in ratings:
+            ones.append([1.0] * len(team))
+        return ones
+    plural = f"{name}s"
     if isinstance(weights, Mapping):
         out = [[1.0] * len(team) for team in ratings]
         for where, value in weights.items():
