@@ -222,7 +222,10 @@ class TrueSkill:
             margins = [0.0] * (len(order) - 1)
         else:
             margins = self._chain_margins(ratings, alphas, means, variances, order)
-        ties = chain_ties([ranks[team] for team in order], margins)
+        ranked = []
+        for team in order:
+            ranked.append(ranks[team])
+        ties = chain_ties(ranked, margins)
         return chain(means, variances, order, margins, ties, tolerance, self.max_sweeps)
 
     def _chain_margins(
@@ -235,7 +238,10 @@ class TrueSkill:
     ) -> list[float]:
         """The draw margin between each pair of neighbouring teams along `order`."""
         noise = self._noise(alphas)
-        return [self._margin(ratings, noise, means, variances, a, b) for a, b in pairwise(order)]
+        margins = []
+        for a, b in pairwise(order):
+            margins.append(self._margin(ratings, noise, means, variances, a, b))
+        return margins
 
     def _margin(
         self,

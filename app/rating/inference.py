@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from itertools import pairwise
 
 from app.rating.errors import TIE_WITHOUT_DRAWS, RatingInputError
 from app.rating.rating import Rating
@@ -89,10 +88,11 @@ def chain_order(ranks: list[float]) -> list[int]:
 
 def chain_ties(ranked: list[float], margins: list[float]) -> list[bool]:
     """Which neighbouring teams along the chain tie, given their ranks in chain order."""
-    ties = [a == b for a, b in pairwise(ranked)]
-    for tie, margin in zip(ties, margins):
-        if tie and margin <= 0.0:
+    ties = []
+    for previous, rank, margin in zip(ranked, ranked[1:], margins):
+        if rank == previous and margin <= 0.0:
             raise RatingInputError(TIE_WITHOUT_DRAWS)
+        ties.append(rank == previous)
     return ties
 
 
@@ -138,13 +138,6 @@ class ChainMessages:
     @classmethod
     def empty(cls, count: int) -> ChainMessages:
         return cls([0.0] * count, [0.0] * count, [0.0] * count, [0.0] * count, [0.0] * count, [0.0] * count)
-
-    def received(self) -> tuple[list[float], list[float]]:
-        """Per variable, the product of the messages the chain sends it (eq. 3)."""
-        return (
-            [a + b for a, b in zip(self.right_pi, self.left_pi)],
-            [a + b for a, b in zip(self.right_tau, self.left_tau)],
-        )
 
 
 def chain_sweeps(
@@ -237,16 +230,25 @@ def chain(
     (precision, precision·mean) in team order; the teams lie along the chain in `order`,
     margins and ties are along the chain."""
     count = len(order)
-    prior_pi = [1.0 / variances[team] for team in order]
-    prior_tau = [means[team] * pi for team, pi in zip(order, prior_pi)]
+    prior_pi = [0.0] * count
+    prior_tau = [0.0] * count
+    for position, team in enumerate(order):
+        pi = prior_pi[position] = 1.0 / variances[team]
+        prior_tau[position] = means[team] * pi
     messages = ChainMessages.empty(count)
     chain_sweeps(prior_pi, prior_tau, margins, ties, messages, tolerance, max_sweeps)
-    along_pi, along_tau = messages.received()
+    left_pi, left_tau, right_pi, right_tau = (
+        messages.left_pi,
+        messages.left_tau,
+        messages.right_pi,
+        messages.right_tau,
+    )
+    # What reaches each team is the product of the messages from its two factors (eq. 3).
     to_pi = [0.0] * count
     to_tau = [0.0] * count
     for position, team in enumerate(order):
-        to_pi[team] = along_pi[position]
-        to_tau[team] = along_tau[position]
+        to_pi[team] = left_pi[position] + right_pi[position]
+        to_tau[team] = left_tau[position] + right_tau[position]
     return to_pi, to_tau
 
 
