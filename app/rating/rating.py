@@ -17,8 +17,6 @@ TAU = SIGMA / 100.0
 DRAW_PROBABILITY = 0.10
 # The package's default min_delta (its sweeps' stopping threshold).
 DELTA = 0.0001
-DEFAULT_MU = MU
-DEFAULT_SIGMA = SIGMA
 
 # The domain on which the numerics are verified against extended-precision references
 # (tests/rating/test_robustness.py). Values outside it are refused, never mis-rated.
