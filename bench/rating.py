@@ -35,6 +35,11 @@ SHAPES = {
 }
 
 
+# The least "fastest peer / this engine" each shape must reach: 2× faster on the two-team
+# shapes, within 2× of the peer on the others (openskill's Plackett–Luce has no EP sweeps).
+PEER_GOALS = {"1v1": 2.0, "2v2": 2.0, "[1],[2],[1] tie": 0.5, "8-player FFA": 0.5}
+
+
 def per_call(fn: Callable[[], object], budget: float) -> float:
     """Median microseconds per call over 7 repeats of about budget/7 seconds each."""
     number = 1
@@ -95,15 +100,19 @@ def main() -> None:
     print("|---|" + "---|" * len(SHAPES))
     for name, row in table.items():
         print(f"| {name} | " + " | ".join(f"{row[s]:.1f}" for s in SHAPES) + " |")
-    print("\nRatio: fastest peer / this engine, and trueskill / this engine\n")
-    print("| shape | fastest peer | ×fastest peer | ×trueskill |")
-    print("|---|---|---|---|")
+    print("\nRatio: fastest peer / this engine, and trueskill / this engine (goals of issue #22)\n")
+    print("| shape | fastest peer | ×fastest peer | ×trueskill | goal | met |")
+    print("|---|---|---|---|---|---|")
     for shape in SHAPES:
         peer_name = min((n for n in table if n != "this engine"), key=lambda n: table[n][shape])
         mine = table["this engine"][shape]
+        versus_peer = table[peer_name][shape] / mine
+        versus_trueskill = table["trueskill 0.4.5"][shape] / mine
+        floor = PEER_GOALS[shape]
+        met = versus_peer >= floor and versus_trueskill >= 10.0
         print(
-            f"| {shape} | {peer_name} | {table[peer_name][shape] / mine:.2f} | "
-            f"{table['trueskill 0.4.5'][shape] / mine:.1f} |"
+            f"| {shape} | {peer_name} | {versus_peer:.2f} | {versus_trueskill:.1f} | "
+            f"×{floor:g} peer, ×10 trueskill | {'yes' if met else 'NO'} |"
         )
 
     env, peer = TrueSkill(), trueskill.TrueSkill()
@@ -112,7 +121,8 @@ def main() -> None:
     q_ours = per_call(lambda: env.quality(mine_q), budget)
     q_peer = per_call(lambda: peer.quality(theirs_q), budget)
     print(
-        f"\n8-team quality: this engine {q_ours:.1f} µs, trueskill {q_peer:.1f} µs (×{q_peer / q_ours:.0f})"
+        f"\n8-team quality: this engine {q_ours:.1f} µs, trueskill {q_peer:.1f} µs "
+        f"(×{q_peer / q_ours:.0f}; goal ×20)"
     )
 
     n = 1_000_000
@@ -125,7 +135,10 @@ def main() -> None:
         start = time.perf_counter()
         env.rate_1vs1_batch(wm, ws, lm, ls)
         timings.append(time.perf_counter() - start)
-    print(f"Batch path: {n / min(timings) / 1e6:.2f} million independent 1v1 updates per second (one core)")
+    print(
+        f"Batch path: {n / min(timings) / 1e6:.2f} million independent 1v1 updates per second "
+        "(one core; goal 2 million)"
+    )
 
 
 if __name__ == "__main__":

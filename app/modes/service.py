@@ -195,12 +195,14 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
         key: values.get(key, getattr(current, key) if current is not None else None)
         for key in ("mu", "sigma", "beta", "tau", "draw_probability", "tie_model", "team_performance")
     }
+    sigma = merged["sigma"] if merged["sigma"] is not None else 25.0 / 3.0
     try:
         environment(
             merged["mu"] if merged["mu"] is not None else 25.0,
-            merged["sigma"] if merged["sigma"] is not None else 25.0 / 3.0,
-            merged["beta"],
-            merged["tau"],
+            sigma,
+            # A new mode's own defaults (below), not the library's fixed 25/6 and 25/300.
+            merged["beta"] if merged["beta"] is not None else sigma / 2.0,
+            merged["tau"] if merged["tau"] is not None else sigma / 100.0,
             merged["draw_probability"] if merged["draw_probability"] is not None else 0.1,
             merged["tie_model"] or "chain",
             merged["team_performance"] or "sum",

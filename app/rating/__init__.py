@@ -1,79 +1,108 @@
-"""The rating core: TrueSkill (seed 000) as a pure library.
+"""The rating core: TrueSkill (seed 000) as a pure library, and a drop-in for `trueskill`.
 
-    from app.rating import TrueSkill, Rating
+    from app.rating import TrueSkill, Rating, rate, quality, setup
 
-has the call shape of the `trueskill` package, plus win and draw probabilities,
-`scores=` and tails that stay finite. It imports only the standard library and NumPy.
+has the names, defaults and call shapes of the `trueskill` package (seed 004), plus win
+and draw probabilities, `scores=`, seed 002's team models, and tails that stay finite
+where the package raises FloatingPointError. It imports only the standard library and
+NumPy. The factor graph and its inference are in `inference`.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
-from app.rating.environment import TrueSkill
-from app.rating.errors import RatingInputError
+from app.rating import normal
+from app.rating.environment import TrueSkill, global_env, quality_1vs1, rate_1vs1, setup
+from app.rating.errors import RatingInputError, RatingTypeError
 from app.rating.gaussian import Gaussian
-from app.rating.rating import Rating
+from app.rating.rating import BETA, DELTA, DRAW_PROBABILITY, MU, SIGMA, TAU, Rating
 
 __all__ = [
+    "BETA",
+    "DELTA",
+    "DRAW_PROBABILITY",
+    "MU",
+    "SIGMA",
+    "TAU",
     "Gaussian",
     "Rating",
     "RatingInputError",
+    "RatingTypeError",
     "TrueSkill",
+    "calc_draw_margin",
+    "calc_draw_probability",
     "draw_probability",
+    "dynamic_draw_probability",
     "expose",
     "global_env",
+    "match_quality",
     "quality",
     "quality_1vs1",
     "rate",
     "rate_1vs1",
     "setup",
+    "transform_ratings",
     "win_probability",
 ]
 
-_global_env = TrueSkill()
 
-
-def global_env() -> TrueSkill:
-    """The environment the module-level functions use."""
-    return _global_env
-
-
-def setup(*args: Any, **kwargs: Any) -> TrueSkill:
-    """Replace the environment of the module-level functions, as `trueskill.setup` does."""
-    global _global_env
-    _global_env = TrueSkill(*args, **kwargs)
-    return _global_env
-
-
-def rate(rating_groups: Any, ranks: Any = None, weights: Any = None, *, scores: Any = None) -> list[Any]:
-    return _global_env.rate(rating_groups, ranks, weights, scores=scores)
+def rate(
+    rating_groups: Any, ranks: Any = None, weights: Any = None, min_delta: float | None = None
+) -> list[Any]:
+    """TrueSkill.rate of the global environment."""
+    return global_env().rate(rating_groups, ranks, weights, min_delta)
 
 
 def quality(rating_groups: Any, weights: Any = None) -> float:
-    return _global_env.quality(rating_groups, weights)
+    """TrueSkill.quality of the global environment."""
+    return global_env().quality(rating_groups, weights)
+
+
+def expose(rating: Rating) -> float:
+    """TrueSkill.expose of the global environment: mu − (env.mu/env.sigma)·sigma."""
+    return global_env().expose(rating)
 
 
 def win_probability(rating_groups: Any, weights: Any = None) -> list[float]:
-    return _global_env.win_probability(rating_groups, weights)
+    return global_env().win_probability(rating_groups, weights)
 
 
 def draw_probability(rating_groups: Any, weights: Any = None) -> float:
-    return _global_env.draw_probability_of(rating_groups, weights)
+    return global_env().draw_probability_of(rating_groups, weights)
 
 
-def expose(rating: Rating, k: float = 3.0) -> float:
-    return _global_env.expose(rating, k)
+def calc_draw_probability(draw_margin: float, size: int, env: TrueSkill | None = None) -> float:
+    """The draw probability of a draw margin between two teams of `size` players in all
+    (seed 000 §4.1): 2·Φ(eps/(sqrt(size)·beta)) − 1."""
+    env = env or global_env()
+    return 2.0 * env.cdf(draw_margin / (math.sqrt(size) * env.beta)) - 1.0
 
 
-def rate_1vs1(
-    rating1: Rating,
-    rating2: Rating,
-    drawn: bool = False,
-    env: TrueSkill | None = None,
-) -> tuple[Rating, Rating]:
-    return (env or _global_env).rate_1vs1(rating1, rating2, drawn)
+def calc_draw_margin(draw_probability: float, size: int, env: TrueSkill | None = None) -> float:
+    """The draw margin of a draw probability between two teams of `size` players in all
+    (seed 000 §4.1): Φ⁻¹((p + 1)/2)·sqrt(size)·beta."""
+    env = env or global_env()
+    # half_width is Φ⁻¹((p + 1)/2) computed from the lower tail, exact for p up to 1.
+    return normal.half_width(draw_probability) * math.sqrt(size) * env.beta
 
 
-def quality_1vs1(rating1: Rating, rating2: Rating, env: TrueSkill | None = None) -> float:
-    return (env or _global_env).quality_1vs1(rating1, rating2)
+# The package's deprecated functions, warning as there.
+
+
+def transform_ratings(rating_groups: Any, ranks: Any = None, min_delta: float | None = None) -> list[Any]:
+    """Deprecated: rate of the global environment, single ratings taken as teams of one."""
+    return global_env().transform_ratings(rating_groups, ranks, min_delta)
+
+
+def match_quality(rating_groups: Any) -> float:
+    """Deprecated: quality of the global environment, single ratings taken as teams of one."""
+    return global_env().match_quality(rating_groups)
+
+
+def dynamic_draw_probability(rating1: Rating, rating2: Rating, env: TrueSkill | None = None) -> float:
+    """Deprecated: quality_1vs1, which the package once used as a draw probability."""
+    warnings.warn("Use quality_1vs1() instead", DeprecationWarning, stacklevel=2)
+    return quality_1vs1(rating1, rating2, env=env)

@@ -1,7 +1,9 @@
 """Many independent two-team matches at once, with NumPy (for replays and imports).
 
-The same closed form as `inference.two_teams`, one array element per match, with the
-truncation of `truncation_arrays` (which agrees with the scalar path to rounding).
+The closed form of `inference.two_teams` and `inference.push_to_players` for unit weights,
+one array element per match, with V and W from `truncation.win_array` and
+`truncation.draw_array`: the vectorised form of the scalar formulas, whose far tails are
+the scalar functions themselves.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from app.rating import truncation_arrays
 from app.rating.errors import TIE_WITHOUT_DRAWS, RatingInputError
+from app.rating.truncation import draw_array, win_array
 
 Array = npt.NDArray[np.float64]
 
@@ -55,17 +57,17 @@ def rate_two_team_batch(
     c = np.sqrt(var)
     margin = draw_z * math.sqrt(wm.shape[1] + lm.shape[1]) * beta
     if drawn is None or not np.any(drawn):
-        v, w, rest = truncation_arrays.win((mean - margin) / c)
+        v, w, rest = win_array((mean - margin) / c)
     else:
         drawn = np.asarray(drawn, dtype=bool)
         if drawn.shape != mean.shape:
             raise RatingInputError("drawn must have one entry per match")
         if margin <= 0.0:
             raise RatingInputError(TIE_WITHOUT_DRAWS)
-        v, w, rest = truncation_arrays.win((mean - margin) / c)
+        v, w, rest = win_array((mean - margin) / c)
         if drawn.any():
             index = np.flatnonzero(drawn)
-            dv, dw, drest = truncation_arrays.draw(mean[index] / c[index], margin / c[index])
+            dv, dw, drest = draw_array(mean[index] / c[index], margin / c[index])
             v[index], w[index], rest[index] = dv, dw, drest
     shift = (v / c)[:, None]
     keep_w = rest[:, None]

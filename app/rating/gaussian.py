@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from app.rating.errors import RatingInputError
+from app.rating.errors import RatingInputError, RatingTypeError
 
 
 class Gaussian:
@@ -21,7 +21,8 @@ class Gaussian:
     ) -> None:
         if mu is not None:
             if sigma is None:
-                raise RatingInputError("a Gaussian with a mean needs a sigma")
+                # TypeError, as the trueskill package raises (a missing argument).
+                raise RatingTypeError("a Gaussian with a mean needs a sigma")
             if not math.isfinite(mu):
                 raise RatingInputError(f"mu must be finite, got {mu!r}")
             if not (sigma > 0.0) or math.isinf(sigma):
@@ -51,6 +52,19 @@ class Gaussian:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Gaussian) and (self.pi, self.tau) == (other.pi, other.tau)
+
+    # The package orders Gaussians by their means.
+    def __lt__(self, other: Gaussian) -> bool:
+        return self.mu < other.mu
+
+    def __le__(self, other: Gaussian) -> bool:
+        return self.mu <= other.mu
+
+    def __gt__(self, other: Gaussian) -> bool:
+        return self.mu > other.mu
+
+    def __ge__(self, other: Gaussian) -> bool:
+        return self.mu >= other.mu
 
     def __hash__(self) -> int:
         return hash((self.pi, self.tau))

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from functools import partial
+import warnings
 from operator import itemgetter
 from typing import Any
 
 from app.rating.errors import RatingInputError
 
-DEFAULT_MU = 25.0
-DEFAULT_SIGMA = 25.0 / 3.0
+# The trueskill package's defaults (seed 004), the Xbox Live values of seed 000 §4.
+MU = 25.0
+SIGMA = MU / 3.0
+BETA = SIGMA / 2.0
+TAU = SIGMA / 100.0
+DRAW_PROBABILITY = 0.10
+# The package's default min_delta (its sweeps' stopping threshold).
+DELTA = 0.0001
 
 # The domain on which the numerics are verified against extended-precision references
 # (tests/rating/test_robustness.py). Values outside it are refused, never mis-rated.
@@ -19,20 +24,31 @@ MU_LIMIT = 1e15
 SIGMA_MIN = 1e-12
 SIGMA_MAX = 1e15
 
+# The prior of `Rating()`: the global environment's mu and sigma, kept by `setup`.
+GLOBAL_PRIOR = {"mu": MU, "sigma": SIGMA}
+
 
 class Rating(tuple[float, float]):
     """An immutable (mu, sigma) pair, validated on construction.
 
-    A tuple subclass so that creating the engine's outputs costs one allocation; the
-    engine builds its results with `trusted_rating((mu, sigma))`, which skips validation
-    of values it computed itself.
+    As in the trueskill package, mu and sigma default to the global environment's
+    (`setup(mu=50)` makes `Rating()` N(50, sigma²)), `Rating((mu, sigma))` and
+    `Rating(gaussian)` copy, ratings order by mu, and float()/int() give mu.
+
+    A tuple subclass so that creating the engine's outputs is cheap: the engine builds
+    its results with `tuple.__new__(Rating, (mu, sigma))`, which skips the validation of
+    values it computed itself.
     """
 
     __slots__ = ()
 
-    def __new__(cls, mu: float | None = None, sigma: float | None = None) -> Rating:
-        mu = DEFAULT_MU if mu is None else mu
-        sigma = DEFAULT_SIGMA if sigma is None else sigma
+    def __new__(cls, mu: Any = None, sigma: float | None = None) -> Rating:
+        if isinstance(mu, tuple):
+            mu, sigma = mu
+        elif hasattr(mu, "pi") and hasattr(mu, "tau"):
+            mu, sigma = mu.mu, mu.sigma
+        mu = GLOBAL_PRIOR["mu"] if mu is None else mu
+        sigma = GLOBAL_PRIOR["sigma"] if sigma is None else sigma
         try:
             mu = float(mu)
             sigma = float(sigma)
@@ -54,9 +70,34 @@ class Rating(tuple[float, float]):
     def __getnewargs__(self) -> tuple[Any, ...]:
         return (self[0], self[1])
 
+    # The package orders ratings by mu alone (equality stays mu and sigma).
+    def __lt__(self, other: tuple[Any, ...]) -> bool:
+        return bool(self[0] < other[0])
+
+    def __le__(self, other: tuple[Any, ...]) -> bool:
+        return bool(self[0] <= other[0])
+
+    def __gt__(self, other: tuple[Any, ...]) -> bool:
+        return bool(self[0] > other[0])
+
+    def __ge__(self, other: tuple[Any, ...]) -> bool:
+        return bool(self[0] >= other[0])
+
+    def __float__(self) -> float:
+        return self[0]
+
+    def __int__(self) -> int:
+        return int(self[0])
+
+    def __complex__(self) -> complex:
+        return complex(self[0])
+
+    @property
+    def exposure(self) -> float:
+        """Deprecated (as in the package): the global environment's expose(self)."""
+        warnings.warn("Use TrueSkill.expose() instead", DeprecationWarning, stacklevel=2)
+        k = GLOBAL_PRIOR["mu"] / GLOBAL_PRIOR["sigma"]
+        return self[0] - k * self[1]
+
     def __repr__(self) -> str:
         return f"Rating(mu={self[0]:.3f}, sigma={self[1]:.3f})"
-
-
-# A Rating from values the engine computed itself: no validation, one C call.
-trusted_rating: Callable[[tuple[float, float]], Rating] = partial(tuple.__new__, Rating)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.rating.errors import RatingInputError
+from app.rating.errors import RatingInputError, RatingTypeError
 from app.rating.rating import Rating
 
 RatingGroup = Sequence[Rating] | Mapping[Any, Rating]
@@ -32,10 +32,10 @@ class Teams:
     # Team-performance coefficients given with the match (team_performance="weighted").
     coefficients: list[list[float]] | None = None
 
-    def rebuild(self, results: list[list[Rating]]) -> list[Any]:
-        """Give results back in the structure the caller used."""
+    def rebuild(self, results: list[tuple[Rating, ...]]) -> list[Any]:
+        """Give results back in the structure the caller used: tuples, or dicts by key."""
         if self.keys is None:
-            return [tuple(team) for team in results]
+            return results
         return [dict(zip(keys, team, strict=True)) for keys, team in zip(self.keys, results, strict=True)]
 
 
@@ -52,51 +52,76 @@ def _as_rating(value: Any, team: int) -> Rating:
 
 
 def read_groups(rating_groups: Any) -> tuple[list[list[Rating]], list[list[Any]] | None]:
-    """Validate the teams; return their ratings and, for dict groups, their keys."""
-    if isinstance(rating_groups, (str, bytes, Mapping)) or not isinstance(rating_groups, Sequence):
+    """Validate the teams; return their ratings and, for dict groups, their keys.
+
+    As in the trueskill package, a Rating given where a team belongs, and teams of mixed
+    kinds (dicts and sequences), raise RatingTypeError (a TypeError and a ValueError)."""
+    kind = type(rating_groups)
+    if (
+        kind is not list
+        and kind is not tuple
+        and (isinstance(rating_groups, (str, bytes, Mapping)) or not isinstance(rating_groups, Sequence))
+    ):
         raise RatingInputError("rating_groups must be a sequence of teams")
     if len(rating_groups) < 2:
         raise RatingInputError(f"a match needs at least 2 teams, got {len(rating_groups)}")
+    first = type(rating_groups[0])
+    by_key = first is not list and first is not tuple and isinstance(rating_groups[0], Mapping)
     ratings: list[list[Rating]] = []
-    keys: list[list[Any]] | None = None
-    if isinstance(rating_groups[0], Mapping):
-        keys = []
-        seen: set[Any] = set()
-        for index, group in enumerate(rating_groups):
-            if not isinstance(group, Mapping):
-                raise RatingInputError("teams must all be dicts or all be sequences, not a mix")
-            if not group:
-                raise RatingInputError(f"team {index} is empty")
+    keys: list[list[Any]] | None = [] if by_key else None
+    seen: set[Any] = set()
+    for index, group in enumerate(rating_groups):
+        kind = type(group)
+        if kind is list or kind is tuple:
+            # The common call: a list or tuple of Ratings, checked without the ABCs (a loop,
+            # not a comprehension, which costs a call of its own).
+            team = list(group)
+            for position, rating in enumerate(team):
+                if type(rating) is not Rating:
+                    team[position] = _as_rating(rating, index)
+            mapping = False
+        elif isinstance(group, Rating):
+            raise RatingTypeError(f"team {index} is a Rating, not a team: wrap it as ({group!r},)")
+        elif isinstance(group, Mapping):
+            team = [_as_rating(r, index) for r in group.values()]
+            mapping = True
+        elif isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
+            raise RatingInputError(f"team {index} must be a sequence of ratings")
+        else:
+            team = [_as_rating(r, index) for r in group]
+            mapping = False
+        if mapping is not by_key:
+            raise RatingTypeError("teams must all be dicts or all be sequences, not a mix")
+        if not team:
+            raise RatingInputError(f"team {index} is empty")
+        if keys is not None:
             for key in group:
                 if key in seen:
                     raise RatingInputError(f"player {key!r} appears twice")
                 seen.add(key)
-            keys.append(list(group.keys()))
-            ratings.append([_as_rating(r, index) for r in group.values()])
-        return ratings, keys
-    for index, group in enumerate(rating_groups):
-        if isinstance(group, (Mapping, str, bytes)) or not isinstance(group, Sequence):
-            if isinstance(group, Mapping):
-                raise RatingInputError("teams must all be dicts or all be sequences, not a mix")
-            raise RatingInputError(f"team {index} must be a sequence of ratings")
-        if not group:
-            raise RatingInputError(f"team {index} is empty")
-        ratings.append([_as_rating(r, index) for r in group])
-    return ratings, None
+            keys.append(list(group))
+        ratings.append(team)
+    return ratings, keys
 
 
 def _finite_list(values: Any, name: str, count: int) -> list[float]:
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence):
+    kind = type(values)
+    if (
+        kind is not list
+        and kind is not tuple
+        and (isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence))
+    ):
         raise RatingInputError(f"{name} must be a sequence with one entry per team")
     if len(values) != count:
         raise RatingInputError(f"{name} has {len(values)} entries for {count} teams")
     out: list[float] = []
+    isfinite = math.isfinite
     for value in values:
         try:
             number = float(value)
         except (TypeError, ValueError):
             raise RatingInputError(f"{name} must be numbers, got {value!r}") from None
-        if not math.isfinite(number):
+        if not isfinite(number):
             raise RatingInputError(f"{name} must be finite, got {value!r}")
         out.append(number)
     return out
@@ -139,9 +164,12 @@ def read_weights(
 ) -> list[list[float]]:
     """Per-player numbers, 1 where not given: partial-play weights in [0, 1] or, with
     name="coefficient", team-performance coefficients in (0, COEFFICIENT_MAX]."""
-    plural = f"{name}s"
     if weights is None:
-        return [[1.0] * len(team) for team in ratings]
+        ones = []
+        for team in ratings:
+            ones.append([1.0] * len(team))
+        return ones
+    plural = f"{name}s"
     if isinstance(weights, Mapping):
         out = [[1.0] * len(team) for team in ratings]
         for where, value in weights.items():

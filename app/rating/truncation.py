@@ -1,13 +1,20 @@
-"""The V and W functions of TrueSkill's truncated-Gaussian update (seed 000, Table 1).
+"""The truncation factor of TrueSkill's graph: the V and W functions (seed 000 Table 1).
 
-For a performance difference d ~ N(mu, c²) that is observed to exceed the draw
-margin (a win) or to lie inside it (a draw), with t = mu/c and e = margin/c:
+A performance difference d ~ N(mean, c²) is observed to exceed the draw margin eps (a
+win) or to lie within it (a draw). With t = mean/c and e = eps/c, the moment-matched
+posterior of d is
 
-    new mean     = mu + c·V(t, e)
+    new mean     = mean + c·V(t, e)
     new variance = c²·(1 − W(t, e))
 
-Every function returns (V, W, 1 − W). The last is returned separately because in a
-large upset W → 1 and `1 − W` computed by subtraction would lose every digit.
+(seed 000 eq. 2 and §3.2). Every function returns (V, W, 1 − W). The last comes
+separately because in a large upset W → 1, and 1 − W by subtraction would lose every
+digit.
+
+Each formula is written once. The ordinary range is a function of plain expressions
+(`_win_moments`, `_window_moments`) that works on floats and on NumPy arrays alike; the
+scalar functions `win` and `draw` apply it to one number, `win_array` and `draw_array`
+to whole arrays, and both hand the far tails to the same scalar tail code.
 """
 
 from __future__ import annotations
@@ -15,53 +22,59 @@ from __future__ import annotations
 import math
 from decimal import Decimal, localcontext
 from math import erf, erfc, exp
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from app.rating.normal import (
-    CONTINUED_FRACTION_FROM,
-    INV_SQRT_2PI,
-    SQRT2,
-    laplace_fractions,
-)
+from app.rating.normal import CONTINUED_FRACTION_FROM, INV_SQRT_2PI, SQRT2, laplace_fractions
 
 Truncation = tuple[float, float, float]
+Array = npt.NDArray[np.float64]
 
 # Draw windows narrower than this (in standard deviations) are integrated by quadrature.
 NARROW_WINDOW = 1e-2
 # Far in the tail, windows up to this half-width are integrated by quadrature too.
 QUADRATURE_WINDOW = 2.0
 _LEGENDRE = [(float(x), float(w)) for x, w in zip(*np.polynomial.legendre.leggauss(32), strict=True)]
-# Below this x = t − e the direct ratios lose digits and the continued fraction takes over.
-_FAR = -CONTINUED_FRACTION_FROM * SQRT2
+# Below this x the ratio φ(x)/Φ(x) loses digits and Laplace's continued fraction takes over.
+FAR = -CONTINUED_FRACTION_FROM * SQRT2
+_TWO_INV_SQRT_2PI = 2.0 * INV_SQRT_2PI
+_MINUS_INV_SQRT2 = -1.0 / SQRT2
 
 
-def win(t: float, e: float) -> Truncation:
-    """V, W and 1 − W for a win: d > margin.
+def _win_moments(x: Any, exp: Any, erfc: Any) -> tuple[Any, Any, Any]:
+    """V, W and 1 − W of a win for x = t − e > FAR: V = φ(x)/Φ(x), W = V·(V + x).
 
-    With x = t − e, V = φ(x)/Φ(x) (the inverse Mills ratio of −x) and W = V·(V + x).
+    Φ(x) = erfc(−x/√2)/2. `exp` and `erfc` are math's for a float, NumPy's for an array."""
+    v = _TWO_INV_SQRT_2PI * exp(-0.5 * x * x) / erfc(x * _MINUS_INV_SQRT2)
+    w = v * (v + x)
+    return v, w, 1.0 - w
+
+
+def _window_moments(a: Any, b: Any, mass: Any, exp: Any) -> tuple[Any, Any, Any]:
+    """V (for t >= 0), W and 1 − W of a draw: N(0, 1) truncated to [a, b] = [−e − t, e − t],
+    whose probability is `mass`:
+
+        V = (φ(a) − φ(b))/mass,   W = V² + (b·φ(b) − a·φ(a))/mass.
     """
+    pa = INV_SQRT_2PI * exp(-0.5 * a * a)
+    pb = INV_SQRT_2PI * exp(-0.5 * b * b)
+    v = (pa - pb) / mass
+    w = v * v + (b * pb - a * pa) / mass
+    return v, w, 1.0 - w
+
+
+def win(t: float, e: float = 0.0) -> Truncation:
+    """V, W and 1 − W for a win: d > margin, x = t − e."""
     x = t - e
-    if x > _FAR:
-        phi = INV_SQRT_2PI * exp(-0.5 * x * x)
-        big_phi = 0.5 * erfc(-x / SQRT2)
-        v = phi / big_phi
-        w = v * (v + x)
-        return v, w, 1.0 - w
+    if x > FAR:
+        return _win_moments(x, exp, erfc)
     # Far tail (an upset): with z = −x/√2, V = √2·(z + K1), V + x = √2·K1,
     # so W = 2·K1·(z + K1) and 1 − W = (K2 − K1)/(z + K2), all without cancellation.
     z = -x / SQRT2
     k1, k2 = laplace_fractions(z)
     return SQRT2 * (z + k1), 2.0 * k1 * (z + k1), (k2 - k1) / (z + k2)
-
-
-def _mills(b: float) -> float:
-    """φ(b)/Φ(b), finite for every finite b."""
-    if b > _FAR:
-        return INV_SQRT_2PI * exp(-0.5 * b * b) / (0.5 * erfc(-b / SQRT2))
-    z = -b / SQRT2
-    k1, _ = laplace_fractions(z)
-    return SQRT2 * (z + k1)
 
 
 def draw(t: float, e: float) -> Truncation:
@@ -75,35 +88,69 @@ def draw(t: float, e: float) -> Truncation:
         t = -t
     else:
         sign = 1.0
+    # The closed form keeps its digits unless the window is narrow (Φ(b) − Φ(a) cancels)
+    # or far in the tail; draw_array makes the same choice.
+    if e - t > FAR and not (e <= NARROW_WINDOW and e * t <= 20.0):
+        a = -e - t
+        b = e - t
+        if b > 0.0:
+            # The window straddles the mean: erf keeps full precision near zero.
+            mass = 0.5 * (erf(b / SQRT2) - erf(a / SQRT2))
+        else:
+            mass = 0.5 * (erfc(-b / SQRT2) - erfc(-a / SQRT2))
+        v, w, rest = _window_moments(a, b, mass, exp)
+        return sign * v, w, rest
     if e <= NARROW_WINDOW and e * t <= 20.0:
         v, rest = _narrow_window(t, e)
         return sign * v, 1.0 - rest, rest
-    a = -e - t
-    b = e - t
-    if b > _FAR:
-        pa = INV_SQRT_2PI * exp(-0.5 * a * a)
-        pb = INV_SQRT_2PI * exp(-0.5 * b * b)
-        if b > 0.0:
-            # The window straddles the mean: erf keeps full precision near zero.
-            z = 0.5 * (erf(b / SQRT2) - erf(a / SQRT2))
-        else:
-            z = 0.5 * (erfc(-b / SQRT2) - erfc(-a / SQRT2))
-        v = (pa - pb) / z
-        w = v * v + (b * pb - a * pa) / z
-        return sign * v, w, 1.0 - w
     # Far tail: the window lies many standard deviations out. Its moments are differences
     # of nearly equal terms (the variance is ~1/b² while the terms are ~b²), so they are
     # integrated directly, or evaluated in extended precision for wide windows.
-    r = math.exp(-2.0 * e * t)
-    if r < 1e-18:
+    if math.exp(-2.0 * e * t) < 1e-18:
         # The far edge is beyond double precision: a one-sided truncation at b.
-        v_one, w_one, rest = win(b, 0.0)
+        v_one, w_one, rest = win(e - t)
         return -sign * v_one, w_one, rest
-    # Up to QUADRATURE_WINDOW wide (e·t <= ~20 here, as r >= 1e-18) the Gauss–Legendre rule
-    # stays within ~3e-13 of the decimals (tests/rating/test_robustness.py) at a hundredth of
-    # their cost; big tournaments full of ties land here often.
+    # Up to QUADRATURE_WINDOW wide (e·t <= ~20 here) the Gauss–Legendre rule stays within
+    # ~3e-13 of the decimals (tests/rating/test_robustness.py) at a hundredth of their cost.
     v, rest = _narrow_window(t, e) if e <= QUADRATURE_WINDOW else _far_window(t, e)
     return sign * v, 1.0 - rest, rest
+
+
+def win_array(x: Array) -> tuple[Array, Array, Array]:
+    """win(x) for every element: the ordinary range at once, the far tail element-wise."""
+    regular = x > FAR
+    v, w, rest = _win_moments(np.where(regular, x, 0.0), np.exp, erfc_array)
+    for i in np.flatnonzero(~regular).tolist():
+        v[i], w[i], rest[i] = win(float(x[i]))
+    return v, w, rest
+
+
+def draw_array(t: Array, e: Array) -> tuple[Array, Array, Array]:
+    """draw(t, e) for every element: regular windows at once, the rest element-wise."""
+    at = np.abs(t)
+    regular = (e - at > FAR) & ~((e <= NARROW_WINDOW) & (e * at <= 20.0))
+    a = np.where(regular, -e - at, 0.0)
+    b = np.where(regular, e - at, 1.0)
+    # draw's choice between erf and erfc, made for every element.
+    mass = np.where(
+        b > 0.0,
+        0.5 * (erf_array(b / SQRT2) - erf_array(a / SQRT2)),
+        0.5 * (erfc_array(-b / SQRT2) - erfc_array(-a / SQRT2)),
+    )
+    v, w, rest = _window_moments(a, b, mass, np.exp)
+    v = np.where(t < 0.0, -v, v)
+    for i in np.flatnonzero(~regular).tolist():
+        v[i], w[i], rest[i] = draw(float(t[i]), float(e[i]))
+    return v, w, rest
+
+
+def erfc_array(values: Array) -> Array:
+    """math.erfc element-wise (NumPy has none; the scalar path's own function)."""
+    return np.fromiter(map(erfc, values.tolist()), dtype=np.float64, count=values.size)
+
+
+def erf_array(values: Array) -> Array:
+    return np.fromiter(map(erf, values.tolist()), dtype=np.float64, count=values.size)
 
 
 def _narrow_window(t: float, e: float) -> tuple[float, float]:
