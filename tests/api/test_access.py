@@ -35,6 +35,8 @@ NEEDS = {
     "create_ticket": "matchmaking",
     "create_tickets": "matchmaking",
     "get_ticket": "matchmaking",
+    "get_player_ticket": "matchmaking",
+    "requeue_proposal": "matchmaking",
     "cancel_ticket": "matchmaking",
     "matchmake": "matchmaking",
     "queue_stats": "matchmaking",
