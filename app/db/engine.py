@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -36,9 +37,20 @@ def build_engine(settings: Settings, url: str) -> AsyncEngine:
     # int from validated settings: SET takes no bind parameters.
     set_timeout = f"SET LOCAL statement_timeout = {int(settings.db_statement_timeout_ms)}"
 
+    async def bounded(driver: psycopg.AsyncConnection[Any]) -> None:
+        # In a pipeline, psycopg's BEGIN and the SET go out in one round trip (executed
+        # alone, each would wait for its own).
+        async with driver.pipeline():
+            await driver.execute(set_timeout)
+
     @event.listens_for(engine.sync_engine, "begin")
     def _bounded(connection: Any) -> None:
-        connection.exec_driver_sql(set_timeout)
+        try:
+            connection.connection.dbapi_connection.run_async(bounded)
+        except psycopg.Error:
+            # Again through SQLAlchemy, which classifies the error: a lost connection
+            # invalidates the whole pool, so the others are not each tried and found dead.
+            connection.exec_driver_sql(set_timeout)
 
     return engine
 
