@@ -6,6 +6,8 @@ RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 # The ops page test drives Debian's headless Chromium.
 CHROMEDRIVER := /usr/bin/chromedriver
+# The PgBouncer tests (tests/pgbouncer.py) run Debian's pgbouncer.
+PGBOUNCER := /usr/sbin/pgbouncer
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: run test lint openapi bench soak clean
@@ -25,12 +27,16 @@ $(CHROMEDRIVER):
 	$(SUDO) apt-get install -y --no-install-recommends chromium chromium-driver \
 	  || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium chromium-driver; }
 
+$(PGBOUNCER):
+	$(SUDO) apt-get install -y --no-install-recommends pgbouncer \
+	  || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends pgbouncer; }
+
 ## run: install, migrate and serve on http://$(HOST):$(PORT) (embedded servers unless URLs are set)
 run: $(RUN_STAMP)
 	$(BIN)/python -m app serve
 
 ## test: the whole suite against real PostgreSQL and Redis (embedded unless URLs are set)
-test: $(DEV_STAMP) $(CHROMEDRIVER)
+test: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
@@ -44,7 +50,7 @@ openapi: $(DEV_STAMP)
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/rating.py
 
-soak: $(DEV_STAMP) $(CHROMEDRIVER)
+soak: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER)
 	SOAK=1 $(BIN)/python -m pytest -q -s -m "slow or reliability" $(PYTEST_ARGS)
 
 clean:

@@ -1,6 +1,6 @@
 """POST /v1/matches throughput and latency, side by side with pgbench, in one run.
 
-    python bench/api_matches.py [--seconds 20] [--workers 2] [--connections 32]
+    python bench/api_matches.py [--seconds 20] [--workers 2] [--connections 32] [--pgbouncer]
 
 1. Starts the service the way `make run` does (`python -m app serve`, embedded
    PostgreSQL and Redis under a temp DATA_DIR, WORKERS uvicorn processes).
@@ -10,7 +10,9 @@
 4. pgbench runs the same transaction shape against the same database: lock 4 rating
    rows in id order, update 4, insert the match and 4 participants.
 Prints throughput, p50/p99 of both and the ratio. Needs wrk and pgbench (Debian: wrk,
-postgresql-client).
+postgresql-client). With --pgbouncer the service reaches PostgreSQL through Debian's pgbouncer
+in transaction pooling (tests/pgbouncer.py, DEFAULT_POOL_SIZE server connections); pgbench and
+the seeding still go direct.
 """
 
 from __future__ import annotations
@@ -24,14 +26,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
 import argparse
+import contextlib
+import os
 import re
 import shutil
 import statistics
 import subprocess
+import tempfile
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
+from app.infra.embedded import EmbeddedServers
 from bench.serving import serving
+from tests.pgbouncer import PgBouncer
 
 PLAYERS = 100_000
 
@@ -160,12 +168,29 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--pool", type=int, default=20, help="DB_POOL_SIZE of each worker")
+    parser.add_argument("--pgbouncer", action="store_true", help="the service goes through pgbouncer")
+    parser.add_argument("--pgbouncer-pool", type=int, default=20, help="pgbouncer's default_pool_size")
     args = parser.parse_args()
     for tool in ("wrk", "pgbench"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is not installed (apt-get install wrk postgresql-client)")
-    with serving("matches", args.workers, DB_POOL_SIZE=str(args.pool)) as served:
-        seed(served.database_url)
+    with contextlib.ExitStack() as stack:
+        extra: dict[str, str] = {}
+        direct: str | None = None
+        if args.pgbouncer:
+            # PostgreSQL first, then pgbouncer in front of it, then the service on pgbouncer.
+            workdir = Path(tempfile.mkdtemp(prefix="bench-pgbouncer-"))
+            os.chmod(workdir, 0o755)
+            stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+            embedded = EmbeddedServers(workdir / "data")
+            stack.callback(embedded.stop)
+            direct = embedded.start_postgres()
+            bouncer = PgBouncer(direct, workdir / "pgbouncer", pool_size=args.pgbouncer_pool).start()
+            stack.callback(bouncer.stop)
+            extra["DATABASE_URL"] = bouncer.url("skillservice")
+        served = stack.enter_context(serving("matches", args.workers, DB_POOL_SIZE=str(args.pool), **extra))
+        socket_dir = str(conninfo_to_dict(direct)["host"]) if direct else served.socket_dir
+        seed(direct or served.database_url)
         lua = served.workdir / "post.lua"
         lua.write_text(WRK_SCRIPT % {"key": served.key, "players": PLAYERS})
         subprocess.run(
@@ -183,11 +208,13 @@ def main() -> None:
             check=True,
         ).stdout  # fmt: skip
         ours = parse_wrk(wrk)
-        pg = run_pgbench(served.socket_dir, args.seconds, args.connections, served.workdir)
+        pg = run_pgbench(socket_dir, args.seconds, args.connections, served.workdir)
 
+    behind = f" behind pgbouncer (transaction pooling, {args.pgbouncer_pool} server connections)"
+    behind = behind if direct else ""
     print(
         f"2v2 POST /v1/matches over {PLAYERS:,} players, {args.connections} connections, {args.seconds}s, "
-        f"{args.workers} uvicorn workers, embedded PostgreSQL\n"
+        f"{args.workers} uvicorn workers, embedded PostgreSQL{behind}\n"
     )
     print("| | transactions/s | p50 ms | p99 ms | non-2xx |")
     print("|---|---|---|---|---|")

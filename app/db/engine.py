@@ -1,25 +1,58 @@
-"""Engine and session factory, built once in the app's lifespan."""
+"""Engine and session factory, built once in the app's lifespan.
+
+The same settings serve a direct PostgreSQL and one behind PgBouncer in transaction pooling
+(README, "Behind PgBouncer"), where consecutive transactions of one client may run on
+different server connections, so nothing may outlive a transaction:
+- no server-side prepared statements (psycopg prepares a query after 5 runs by default, and
+  the next transaction may land where that statement does not exist);
+- the statement timeout is set in each transaction (SET LOCAL), not as a startup option
+  (PgBouncer refuses `options`) nor per session (it would stay on, or miss, a server connection);
+- advisory locks are transaction-scoped (pg_advisory_xact_lock), temp tables ON COMMIT DROP.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+import psycopg
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from app.config import Settings, sqlalchemy_url
 
+# psycopg's setting for "never prepare server-side", shared with the migrations' engine.
+NO_PREPARED_STATEMENTS: dict[str, Any] = {"prepare_threshold": None}
+
 
 def build_engine(settings: Settings, url: str) -> AsyncEngine:
-    return create_async_engine(
+    engine = create_async_engine(
         sqlalchemy_url(url),
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_pool_size,
         pool_timeout=settings.db_statement_timeout_ms / 1000.0,
         pool_pre_ping=False,
-        connect_args={
-            "connect_timeout": 5,
-            # A hung query never holds a request past this (it then fails as 503).
-            "options": f"-c statement_timeout={settings.db_statement_timeout_ms}",
-        },
+        connect_args={"connect_timeout": 5, **NO_PREPARED_STATEMENTS},
     )
+    # A hung query never holds a request past this (it then fails as 503). The value is an
+    # int from validated settings: SET takes no bind parameters.
+    set_timeout = f"SET LOCAL statement_timeout = {int(settings.db_statement_timeout_ms)}"
+
+    async def bounded(driver: psycopg.AsyncConnection[Any]) -> None:
+        # In a pipeline, psycopg's BEGIN and the SET go out in one round trip (executed
+        # alone, each would wait for its own).
+        async with driver.pipeline():
+            await driver.execute(set_timeout)
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _bounded(connection: Any) -> None:
+        try:
+            connection.connection.dbapi_connection.run_async(bounded)
+        except psycopg.Error:
+            # Again through SQLAlchemy, which classifies the error: a lost connection
+            # invalidates the whole pool, so the others are not each tried and found dead.
+            connection.exec_driver_sql(set_timeout)
+
+    return engine
 
 
 def build_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -5,9 +5,10 @@ ratings), lock the participants' ratings in player-id order, and one statement t
 updates the ratings, inserts the participants and completes the match row.
 
 They run on the session's own psycopg connection, in the transaction the session commits:
-the claim and the lock go out in one pipeline with the transaction's BEGIN, so a match
-costs three round trips (that, then the write, then COMMIT) rather than five, and none of
-SQLAlchemy's per-statement work, on the service's busiest path.
+the claim and the lock go out in one pipeline, so a match costs four round trips (BEGIN with
+the transaction's statement timeout, app/db/engine.py; the claim and the lock; the write;
+COMMIT) rather than six, and none of SQLAlchemy's per-statement work, on the service's
+busiest path.
 """
 
 from __future__ import annotations

@@ -83,6 +83,7 @@ async def test_csv_and_jsonl_imports_rate_like_posting_the_matches(
     client: httpx.AsyncClient,
     admin_headers: Headers,
     database_url: str,
+    service_url: str,
     redis_url: str,
     tmp_path: Path,
 ) -> None:
@@ -104,11 +105,11 @@ async def test_csv_and_jsonl_imports_rate_like_posting_the_matches(
                 )
     long.write_text("\n".join(lines) + "\n")
 
-    first = run_cli(database_url, redis_url, "import", "--mode", mode, "--no-replay", str(jsonl))
+    first = run_cli(service_url, redis_url, "import", "--mode", mode, "--no-replay", str(jsonl))
     assert first.returncode == 0, first.stdout + first.stderr
     unrated = await client.get(f"/v1/matches/{bodies[0]['match_id']}", headers=admin_headers)
     assert unrated.status_code == 409 and "not rated yet" in unrated.json()["detail"]
-    second = run_cli(database_url, redis_url, "import", "--mode", mode, str(long))
+    second = run_cli(service_url, redis_url, "import", "--mode", mode, str(long))
     assert second.returncode == 0, second.stdout + second.stderr
     assert json.loads(second.stdout)["replay"]["matches"] == len(bodies)
 
@@ -132,7 +133,7 @@ async def test_csv_and_jsonl_imports_rate_like_posting_the_matches(
 
 
 async def test_bad_rows_are_named_by_line_and_nothing_is_written(
-    database_url: str, redis_url: str, tmp_path: Path, api: AsyncClient
+    database_url: str, service_url: str, redis_url: str, tmp_path: Path, api: AsyncClient
 ) -> None:
     mode = f"imp-{secrets.token_hex(3)}"
     path = tmp_path / "games.csv"
@@ -145,7 +146,7 @@ async def test_bad_rows_are_named_by_line_and_nothing_is_written(
         "2999-01-03,ann,bea\n"
         "2021-01-04,cid,dee\n"
     )
-    result = run_cli(database_url, redis_url, "import", "--mode", mode, str(path))
+    result = run_cli(service_url, redis_url, "import", "--mode", mode, str(path))
     assert result.returncode == 1
     # One line on stderr (after the one naming the database), the rows separated by "; ".
     out = result.stderr.strip().splitlines()[-1]
@@ -158,10 +159,10 @@ async def test_bad_rows_are_named_by_line_and_nothing_is_written(
 
     good = tmp_path / "good.csv"
     good.write_text("match_id,played_at,winner,loser\nclash-1,2021-01-01,ann,bea\n")
-    assert run_cli(database_url, redis_url, "import", "--mode", mode, str(good)).returncode == 0
+    assert run_cli(service_url, redis_url, "import", "--mode", mode, str(good)).returncode == 0
     both = tmp_path / "both.csv"
     both.write_text("match_id,played_at,winner,loser\nnew-1,2021-01-02,ann,bea\nclash-1,2021-01-01,ann,bea\n")
-    clash = run_cli(database_url, redis_url, "import", "--mode", mode, str(both))
+    clash = run_cli(service_url, redis_url, "import", "--mode", mode, str(both))
     assert clash.returncode == 1
     assert "line 3: match_id 'clash-1' is already recorded" in clash.stderr
     assert count(database_url, mode) == (1, 2)

@@ -63,11 +63,11 @@ async def client_loop(
 
 
 async def test_kill_9_under_load_loses_nothing_and_applies_nothing_twice_or_in_part(
-    app: FastAPI, database_url: str, redis_url: str
+    app: FastAPI, database_url: str, service_url: str, redis_url: str
 ) -> None:
     """`app` made the bootstrap key on the database these processes share."""
     mode = f"crash-{int(time.time() * 1000) % 10**9}"
-    service = Service(database_url, redis_url).start()
+    service = Service(service_url, redis_url).start()
     try:
         assert httpx.put(f"{service.base}/v1/modes/{mode}", json={}, headers=ADMIN).status_code in (200, 201)
         acked: dict[str, bytes] = {}

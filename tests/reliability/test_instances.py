@@ -61,10 +61,10 @@ async def matchmake(base: str, mode: str, proposals: list[dict[str, object]], un
 
 
 async def test_two_instances_lose_no_update_and_never_double_book(
-    app: FastAPI, database_url: str, redis_url: str
+    app: FastAPI, database_url: str, service_url: str, redis_url: str
 ) -> None:
     mode = f"two-{int(time.time() * 1000) % 10**9}"
-    first, second = Service(database_url, redis_url).start(), Service(database_url, redis_url).start()
+    first, second = Service(service_url, redis_url).start(), Service(service_url, redis_url).start()
     bases = [first.base, second.base]
     try:
         assert httpx.put(f"{first.base}/v1/modes/{mode}", json={}, headers=ADMIN).status_code in (200, 201)
