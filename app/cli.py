@@ -74,13 +74,17 @@ def load_settings() -> Settings:
 def hide_password(url: str) -> str:
     """The URL with any password (in the authority or the query) replaced by ***."""
     parts = urlsplit(url)
+    secret_in_query = any(k == "password" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+    if not parts.password and not secret_in_query:
+        # Nothing to hide: the URL as given (urlunsplit would turn unix:///path into unix:/path).
+        return url
     netloc = parts.netloc
-    if parts.password is not None:
+    if parts.password:
         user, _, host = netloc.rpartition("@")
         netloc = f"{user.partition(':')[0]}:***@{host}"
     query = urlencode(
         [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
-        safe="/",
+        safe="/*",
     )
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
