@@ -27,39 +27,9 @@ from collections import Counter
 
 import psutil
 
-from bench.serving import serving
+from bench.serving import RawHttp, serving
 
 MB = 1024 * 1024
-
-
-class RawGet:
-    """One keep-alive HTTP/1.1 connection sending GETs: cheap enough that the load generator,
-    on the same cores, does not starve the service."""
-
-    def __init__(self, base: str) -> None:
-        host, port = base.removeprefix("http://").split(":")
-        self.host, self.port = host, int(port)
-
-    async def __aenter__(self) -> RawGet:
-        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        self.writer.close()
-        await self.writer.wait_closed()
-
-    async def status(self, path: str, key: str) -> int:
-        self.writer.write(
-            f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {key}\r\n\r\n".encode()
-        )
-        status = int((await self.reader.readline()).split()[1])
-        length = 0
-        while (line := await self.reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        await self.reader.readexactly(length)
-        return status
 
 
 def random_key(n: int) -> str:
@@ -73,10 +43,10 @@ async def send(base: str, keys: list[str], connections: int) -> Counter[tuple[st
     queue = iter(keys)
 
     async def connection() -> None:
-        async with RawGet(base) as http:
+        async with RawHttp(base, "") as http:
             for key in queue:
                 kind = "valid" if key.startswith("bench-admin-key-") else "random"
-                counts[kind, await http.status("/v1/modes", key)] += 1
+                counts[kind, (await http.request("GET", "/v1/modes", key=key))[0]] += 1
 
     await asyncio.gather(*(connection() for _ in range(connections)))
     return counts

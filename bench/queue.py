@@ -45,7 +45,7 @@ from typing import Any
 
 import httpx
 
-from bench.serving import serving
+from bench.serving import RawHttp, serving
 
 REGIONS = ["eu-west", "eu-east", "us-east", "us-west", "asia"]
 
@@ -104,42 +104,12 @@ async def seed_ratings(http: httpx.AsyncClient, mode: str, players: list[str], r
     await asyncio.gather(*(one(p) for p in players))
 
 
-class RawHttp:
-    """One keep-alive HTTP/1.1 connection that POSTs JSON and reads whole responses: the load
-    generator's client for the sustained phase (httpx would spend more CPU than it measures)."""
-
-    def __init__(self, base: str, key: str) -> None:
-        self.host, port = base.removeprefix("http://").split(":")
-        self.port = int(port)
-        self.key = key
-
-    async def __aenter__(self) -> RawHttp:
-        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        self.writer.close()
-        await self.writer.wait_closed()
-
-    async def post(self, path: str, body: bytes) -> Any:
-        """POST the body; the response's JSON. Anything but 200 ends the benchmark."""
-        self.writer.write(
-            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {self.key}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
-        status = int((await self.reader.readline()).split()[1])
-        length = None
-        while (line := await self.reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        if length is None:
-            raise SystemExit(f"POST {path}: a response without Content-Length")
-        content = await self.reader.readexactly(length)
-        if status != 200:
-            raise SystemExit(f"POST {path}: {status} {content[:300]!r}")
-        return json.loads(content)
+async def post_json(http: RawHttp, path: str, body: bytes) -> Any:
+    """POST the body; the response's JSON. Anything but 200 ends the benchmark."""
+    status, content = await http.request("POST", path, body)
+    if status != 200:
+        raise SystemExit(f"POST {path}: {status} {content[:300]!r}")
+    return json.loads(content)
 
 
 async def timed_matchmake(http: httpx.AsyncClient, mode: str, max_matches: int) -> tuple[float, int]:
@@ -167,14 +137,16 @@ async def sustained(base: str, key: str, producers: int, seconds: float) -> tupl
                 players = ",".join(f'{{"players":["s{offset}-{counter + i}"]}}' for i in range(100))
                 http = connections[counter // 100 % len(connections)]
                 counter += 100
-                outcomes = (await http.post(tickets_url, f'{{"tickets":[{players}]}}'.encode()))["tickets"]
+                outcomes = (await post_json(http, tickets_url, f'{{"tickets":[{players}]}}'.encode()))[
+                    "tickets"
+                ]
                 queued += sum(outcome["status"] == "queued" for outcome in outcomes)
 
     async def director() -> None:
         nonlocal matched
         async with RawHttp(base, key) as http:
             while time.perf_counter() < stop:
-                made = await http.post("/v1/queues/bench-sustained/matchmake", b'{"max_matches":10000}')
+                made = await post_json(http, "/v1/queues/bench-sustained/matchmake", b'{"max_matches":10000}')
                 matched += 2 * len(made["matches"])
                 if len(made["matches"]) < 100:  # the pool is nearly drained: wait a tick
                     await asyncio.sleep(0.05)

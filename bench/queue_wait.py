@@ -37,38 +37,9 @@ import time
 
 import httpx
 
-from bench.serving import serving
+from bench.serving import RawHttp, serving
 
 MODE = "bench-wait"
-
-
-class Connection:
-    """One keep-alive HTTP/1.1 connection: a request, then its whole response."""
-
-    def __init__(self, base: str, key: str) -> None:
-        self.host, port = base.removeprefix("http://").split(":")
-        self.port = int(port)
-        self.key = key
-
-    async def open(self) -> None:
-        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-
-    def close(self) -> None:
-        self.writer.close()
-
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        self.writer.write(
-            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {self.key}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
-        status = int((await self.reader.readline()).split()[1])
-        length = 0
-        while (line := await self.reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        return status, await self.reader.readexactly(length)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -83,7 +54,7 @@ def memory_mb(pid: int, field: str) -> float:
     return float("nan")
 
 
-async def enqueue(http: Connection, start: int, count: int) -> list[str]:
+async def enqueue(http: RawHttp, start: int, count: int) -> list[str]:
     tickets = ",".join(f'{{"players":["w{n}"]}}' for n in range(start, start + count))
     status, body = await http.request(
         "POST", f"/v1/queues/{MODE}/tickets/batch", f'{{"tickets":[{tickets}]}}'.encode()
@@ -97,7 +68,7 @@ async def run(base: str, key: str, pid: int, polls: int, rate: int, seconds: flo
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {key}"}) as http:
         relaxed = {"quality_start": 0.0, "quality_floor": 0.0, "ticket_ttl_seconds": 3600}
         (await http.put(f"/v1/modes/{MODE}", json=relaxed)).raise_for_status()
-    control = Connection(base, key)
+    control = RawHttp(base, key)
     await control.open()
     fresh: asyncio.Queue[str] = asyncio.Queue()
     next_player = 0
@@ -110,7 +81,7 @@ async def run(base: str, key: str, pid: int, polls: int, rate: int, seconds: flo
 
     opening = asyncio.Semaphore(250)  # within the listen backlog
 
-    async def poller(connection: Connection) -> None:
+    async def poller(connection: RawHttp) -> None:
         # Opened just before its first poll: the service closes connections idle for 5 s.
         async with opening:
             await connection.open()
@@ -121,7 +92,7 @@ async def run(base: str, key: str, pid: int, polls: int, rate: int, seconds: flo
                 raise SystemExit(f"poll: {status} {body[:200]!r}")
             answered[ticket] = (time.perf_counter(), json.loads(body)["status"])
 
-    connections = [Connection(base, key) for _ in range(polls)]
+    connections = [RawHttp(base, key) for _ in range(polls)]
     workers = [asyncio.create_task(poller(c)) for c in connections]
     while not fresh.empty():  # every poll sent
         await asyncio.sleep(0.5)
@@ -134,7 +105,7 @@ async def run(base: str, key: str, pid: int, polls: int, rate: int, seconds: flo
     per_call = max(1, rate // 20)  # matches of two tickets, 10 calls a second
     matched_at: dict[str, tuple[float, float]] = {}
     control.close()  # idle while the polls were sent: the service may have closed it
-    control = Connection(base, key)
+    control = RawHttp(base, key)
     await control.open()
     cpu_before, started = cpu_seconds(pid), time.perf_counter()
     rss_peak = 0.0

@@ -3,6 +3,7 @@ embedded PostgreSQL and Redis under a temp DATA_DIR, a fresh admin key, stopped 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import shutil
@@ -87,3 +88,47 @@ def serving(name: str, workers: int = 1, **settings: str) -> Iterator[Served]:
         except subprocess.TimeoutExpired:
             service.kill()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+class RawHttp:
+    """One keep-alive HTTP/1.1 connection over a plain socket, reading whole responses: the
+    load generators' client, since they share the cores with the service and httpx would
+    spend more CPU than it measures."""
+
+    def __init__(self, base: str, key: str) -> None:
+        self.host, port = base.removeprefix("http://").split(":")
+        self.port = int(port)
+        self.key = key
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    async def __aenter__(self) -> RawHttp:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.close()
+        await self.writer.wait_closed()
+
+    async def request(
+        self, method: str, path: str, body: bytes = b"", key: str | None = None
+    ) -> tuple[int, bytes]:
+        """(status, content) of one request, with this connection's key unless `key` is given."""
+        self.writer.write(
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {key or self.key}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        status = int((await self.reader.readline()).split()[1])
+        length = None
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if length is None:
+            raise SystemExit(f"{method} {path}: a response without Content-Length")
+        return status, await self.reader.readexactly(length)
