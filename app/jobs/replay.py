@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.jobs.repository import NewParticipant, NewRating, Played
-from app.matches.service import response_json, team_results
+from app.matches.service import response_json
 from app.rating import Rating, RatingInputError, TrueSkill
+from app.rating.match import MatchTeams, rate_match
 
 
 @dataclass(slots=True)
@@ -67,36 +68,38 @@ def rate(
                 if player not in state:
                     mu, sigma = seeds.get(player, (env.mu, env.sigma))
                     state[player] = _Player(Rating(mu, sigma))
-        groups = [[state[p].rating for p in team] for team in match.teams]
         coefficients = (
             [[1.0 if c is None else c for c in team] for team in match.coefficients] if weighted else None
         )
+        teams = MatchTeams(
+            ids=match.teams,
+            ratings=[[state[p].rating for p in team] for team in match.teams],
+            ranks=match.ranks,
+            weights=match.weights,
+            coefficients=coefficients,
+        )
         try:
-            quality = env.quality(groups, match.weights)
-            rated = env.rate(groups, match.ranks, match.weights, coefficients=coefficients)
+            rated = rate_match(env, teams)
         except RatingInputError as exc:
             into.skipped.append(f"{match.match_id}: {exc}")
             continue
         players_out = []
-        for number, (team, before, after, (win, loss, draw)) in enumerate(
-            zip(match.teams, groups, rated, team_results(match.ranks), strict=True)
-        ):
-            for player, old, new in zip(team, before, after, strict=True):
-                entry = state[player]
-                entry.rating = new
-                entry.matches += 1
-                entry.wins += win
-                entry.losses += loss
-                entry.draws += draw
-                if entry.last_played_at is None or match.played_at > entry.last_played_at:
-                    entry.last_played_at = match.played_at
-                into.participants.append(
-                    NewParticipant(match.pk, player, old.mu, old.sigma, new.mu, new.sigma)
-                )
-                players_out.append((player, number, old.mu, old.sigma, new.mu, new.sigma))
+        for r in rated.players:
+            entry = state[r.player_id]
+            entry.rating = r.after
+            entry.matches += 1
+            entry.wins += r.win
+            entry.losses += r.loss
+            entry.draws += r.draw
+            if entry.last_played_at is None or match.played_at > entry.last_played_at:
+                entry.last_played_at = match.played_at
+            into.participants.append(
+                NewParticipant(match.pk, r.player_id, r.before.mu, r.before.sigma, r.after.mu, r.after.sigma)
+            )
+            players_out.append((r.player_id, r.team, r.before.mu, r.before.sigma, r.after.mu, r.after.sigma))
         played_at = match.played_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-        response = response_json(match.match_id, mode, played_at, quality, players_out, k)
-        into.responses.append((match.pk, quality, response))
+        response = response_json(match.match_id, mode, played_at, rated.quality, players_out, k)
+        into.responses.append((match.pk, rated.quality, response))
     progress(1.0)
     return into
 

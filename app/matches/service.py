@@ -18,6 +18,7 @@ from app.matches.repository import Outcome, Prior
 from app.matches.schemas import MatchIn, MatchOut, consistency_errors
 from app.modes import service as modes
 from app.rating import Rating, RatingInputError
+from app.rating.match import MatchTeams, rate_match
 
 
 def body_hash(match: MatchIn) -> str:
@@ -30,21 +31,6 @@ def team_ranks(match: MatchIn) -> list[float]:
     if match.teams[0].rank is not None:
         return [float(t.rank) for t in match.teams]  # type: ignore[arg-type]
     return [-float(t.score) for t in match.teams]  # type: ignore[arg-type]
-
-
-def team_results(ranks: list[float]) -> list[tuple[int, int, int]]:
-    """(win, loss, draw) per team: a draw when tied with another team, a win when alone
-    in first place, a loss otherwise."""
-    best = min(ranks)
-    out = []
-    for rank in ranks:
-        if ranks.count(rank) > 1:
-            out.append((0, 0, 1))
-        elif rank == best:
-            out.append((1, 0, 0))
-        else:
-            out.append((0, 1, 0))
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,36 +60,37 @@ async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
         return Recorded(await _replayed(session, match, fingerprint), created=False)
 
     match_pk, current = claimed
-    groups = [[Rating(*current[p.id]) for p in team.players] for team in match.teams]
-    weights = [[p.weight for p in team.players] for team in match.teams]
-    ranks = team_ranks(match)
+    teams = MatchTeams(
+        ids=[[p.id for p in team.players] for team in match.teams],
+        ratings=[[Rating(*current[p.id]) for p in team.players] for team in match.teams],
+        ranks=team_ranks(match),
+        weights=[[p.weight for p in team.players] for team in match.teams],
+        coefficients=coefficients,
+    )
     try:
-        quality = env.quality(groups, weights)
-        rated = env.rate(groups, ranks, weights, coefficients=coefficients)
+        rated = rate_match(env, teams)
     except RatingInputError as exc:
         raise ValidationFailed(str(exc), errors=[{"loc": ["body", "teams"], "msg": str(exc)}]) from None
+    quality = rated.quality
 
-    outcomes: list[Outcome] = []
-    for index, (team, before, after, (win, loss, draw)) in enumerate(
-        zip(match.teams, groups, rated, team_results(ranks), strict=True)
-    ):
-        for player, old, new in zip(team.players, before, after, strict=True):
-            outcomes.append(
-                Outcome(
-                    player.id,
-                    index,
-                    ranks[index],
-                    player.weight,
-                    player.coefficient,
-                    old.mu,
-                    old.sigma,
-                    new.mu,
-                    new.sigma,
-                    win,
-                    loss,
-                    draw,
-                )
-            )
+    given = [p for team in match.teams for p in team.players]
+    outcomes = [
+        Outcome(
+            r.player_id,
+            r.team,
+            r.rank,
+            player.weight,
+            player.coefficient,
+            r.before.mu,
+            r.before.sigma,
+            r.after.mu,
+            r.after.sigma,
+            r.win,
+            r.loss,
+            r.draw,
+        )
+        for r, player in zip(rated.players, given, strict=True)
+    ]
     stored = response_json(
         match.match_id,
         match.mode,
