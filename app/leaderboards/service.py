@@ -9,8 +9,8 @@ from app.errors import NotFound
 from app.leaderboards import repository
 from app.leaderboards.repository import Row
 from app.leaderboards.schemas import Entry, LeaderboardPage, Standing
-from app.matches.schemas import RatingOut
 from app.modes import service as modes
+from app.schemas import RatingOut
 
 
 def _entry(rank: int, row: Row) -> Entry:

@@ -8,7 +8,6 @@ from app import metrics, pagination
 from app.db.commit_hooks import after_commit
 from app.errors import NotFound
 from app.jobs.smooth import at_day
-from app.matches.schemas import RatingOut
 from app.modes import service as modes
 from app.players import repository
 from app.players.schemas import (
@@ -20,6 +19,7 @@ from app.players.schemas import (
     PlayerOut,
     RatingSet,
 )
+from app.schemas import RatingOut
 
 
 def _rating(mu: float, sigma: float, k: float) -> RatingOut:
