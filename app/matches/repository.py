@@ -22,7 +22,7 @@ from psycopg import AsyncConnection
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.leaderboards.repository import shared_lock
+from app.db.locks import shared_lock
 
 # Claims the match id and, only when it was free, creates the missing players and
 # ratings at the prior. Sorted ids: concurrent inserts of new players wait in one order.

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.locks import lock_mode
 from app.db.models import Mode
 from app.errors import NotFound, ValidationFailed
 from app.leaderboards import repository as leaderboards
@@ -229,7 +230,7 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     )
     if recount:
         # Waits for the mode's in-flight rating writes; new ones wait for this commit.
-        await leaderboards.lock_mode(session, name)
+        await lock_mode(session, name)
     mode = await repository.upsert(session, name, values)
     if recount:
         await leaderboards.recount(session, name, rescore=rescore)

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.leaderboards.repository import SHARED_LOCK_SQL
+from app.db.locks import SHARED_LOCK_SQL
 
 _RATINGS = text("""
     SELECT r.mode, r.mu, r.sigma, m.conservative_k, r.matches, r.wins, r.losses, r.draws, r.last_played_at
