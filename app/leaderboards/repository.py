@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.conservative import conservative_sql
 from app.db.locks import COMPACT_LOCK_CLASS
 
 _MIN_MATCHES = text("SELECT min_matches_for_leaderboard FROM modes WHERE name = :mode")
@@ -154,10 +155,11 @@ async def standing(session: AsyncSession, mode: str, player_id: str, around: int
 
 
 _BULK = text("SELECT set_config('app.leaderboard_bulk', :on, true)")
-_RESCORE = text("""
-    UPDATE ratings r SET conservative = r.mu - m.conservative_k * r.sigma
+_RESCORED = conservative_sql("r.mu", "r.sigma")
+_RESCORE = text(f"""
+    UPDATE ratings r SET conservative = {_RESCORED}
     FROM modes m WHERE m.name = :mode AND r.mode = :mode
-      AND r.conservative IS DISTINCT FROM r.mu - m.conservative_k * r.sigma
+      AND r.conservative IS DISTINCT FROM {_RESCORED}
 """)
 _RECOUNT = text("""
     WITH gone AS (DELETE FROM leaderboard_deltas WHERE mode = :mode)

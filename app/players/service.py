@@ -19,11 +19,12 @@ from app.players.schemas import (
     PlayerOut,
     RatingSet,
 )
+from app.rating import conservative
 from app.schemas import RatingOut
 
 
 def _rating(mu: float, sigma: float, k: float) -> RatingOut:
-    return RatingOut(mu=mu, sigma=sigma, conservative=mu - k * sigma)
+    return RatingOut(mu=mu, sigma=sigma, conservative=conservative(mu, sigma, k))
 
 
 async def get_player(session: AsyncSession, player_id: str) -> PlayerOut:

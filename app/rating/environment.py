@@ -39,6 +39,7 @@ from app.rating.rating import (
     SIGMA_MIN,
     TAU,
     Rating,
+    conservative,
 )
 from app.rating.teams import Teams, read_groups, read_teams
 from app.rating.tie_layer import TIE_MODELS, team_messages
@@ -344,7 +345,7 @@ class TrueSkill:
         this environment (3 for the defaults, as in seed 000 §4.2), so a new player's is 0."""
         if k is None:
             k = self.mu / self.sigma
-        return float(rating.mu - k * rating.sigma)
+        return float(conservative(rating.mu, rating.sigma, k))
 
     def validate_rating_groups(
         self, rating_groups: Any
