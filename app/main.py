@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from redis.asyncio import Redis
-from sqlalchemy import text
 
 from app import background
 from app.api import (
@@ -51,20 +50,6 @@ def build_redis(settings: Settings, url: str) -> Redis:
         health_check_interval=30,
     )
     return pack_with_hiredis(client)
-
-
-async def wait_for_database(engine: object, seconds: float) -> None:
-    """Retry SELECT 1 until the database answers or `seconds` pass; then raise."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while True:
-        try:
-            async with engine.connect() as conn:  # type: ignore[attr-defined]
-                await conn.execute(text("SELECT 1"))
-            return
-        except Exception as exc:
-            if asyncio.get_running_loop().time() >= deadline:
-                raise ConnectionError(f"cannot reach the database after {seconds:g}s: {exc}") from exc
-            await asyncio.sleep(0.5)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
