@@ -1,4 +1,4 @@
-"""The app factory. Engine, Redis client and settings are built in the lifespan."""
+"""The app factory. Settings are read once, here; engine and Redis client are built in the lifespan."""
 
 from __future__ import annotations
 
@@ -53,9 +53,10 @@ def build_redis(settings: Settings, url: str) -> Redis:
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
+    config = settings or Settings()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        config = settings or Settings()
         embedded = EmbeddedServers(config.data_dir)
         database_url = config.database_url or embedded.start_postgres()
         redis_url = config.redis_url or embedded.start_redis()
@@ -101,7 +102,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ui.router,
     ):
         app.include_router(router)
-    max_body = (settings or Settings()).max_body_bytes
-    app.add_middleware(RequestBody, max_bytes=max_body)
+    app.add_middleware(RequestBody, max_bytes=config.max_body_bytes)
     app.add_middleware(RequestContext)
     return app
