@@ -61,10 +61,6 @@ class AppError(Exception):
         return title_of(self.status)
 
 
-class BadRequest(AppError):
-    status = 400
-
-
 class Unauthorized(AppError):
     status = 401
 
@@ -84,24 +80,9 @@ class Conflict(AppError):
     status = 409
 
 
-class PayloadTooLarge(AppError):
-    status = 413
-
-
-class UnsupportedMediaType(AppError):
-    status = 415
-
-
 class ValidationFailed(AppError):
     status = 422
 
 
 class TooManyRequests(AppError):
     status = 429
-
-
-class ServiceUnavailable(AppError):
-    status = 503
-
-    def __init__(self, detail: str, retry_after: int = 2) -> None:
-        super().__init__(detail, headers={"Retry-After": str(retry_after)})
