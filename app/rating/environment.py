@@ -21,7 +21,7 @@ from app.rating.inference import (
     chain,
     chain_order,
     chain_ties,
-    draw_margin,
+    draw_margin_by_players,
     push_to_players,
     team_performances,
     team_updates,
@@ -269,10 +269,10 @@ class TrueSkill:
             p = self._dynamic(
                 Rating(means[a], sqrt(variances[a])), Rating(means[b], sqrt(variances[b])), self
             )
-            return draw_margin(normal.half_width(_probability(p)), players, self.beta)
+            return draw_margin_by_players(normal.half_width(_probability(p)), players, self.beta)
         margin = self._margins.get(players)
         if margin is None:
-            margin = self._margins[players] = draw_margin(self.draw_z, players, self.beta)
+            margin = self._margins[players] = draw_margin_by_players(self.draw_z, players, self.beta)
         return margin
 
     def _noise(self, alphas: list[list[float]]) -> list[float] | None:
