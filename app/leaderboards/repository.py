@@ -94,7 +94,7 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
-class Standing:
+class StandingRows:
     me: Row
     ahead: int
     total: int
@@ -137,14 +137,14 @@ async def page(
     return [Row(*row) for row in rows]
 
 
-async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> Standing | None:
+async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> StandingRows | None:
     """The player's rank and neighbours; None when the player has no rating in the mode."""
     rows = (await session.execute(_STANDING, {"mode": mode, "player_id": player_id, "around": around})).all()
     mine = [r for r in rows if r.side == 0]
     if not mine:
         return None
     me = mine[0]
-    return Standing(
+    return StandingRows(
         me=Row(me.player_id, me.mu, me.sigma, me.conservative, me.matches),
         ahead=int(me.ahead),
         total=int(me.total),
