@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
+from cachetools import TTLCache
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.locks import lock_mode
@@ -34,7 +34,9 @@ class ModeRules:
     latency: LatencyRule | None = None
 
 
-_cache: dict[str, tuple[float, ModeRules]] = {}
+# Only modes that exist are cached; with more than this, the least recent ones are re-read.
+MODES_CACHED = 1024
+_cache: TTLCache[str, ModeRules] = TTLCache(maxsize=MODES_CACHED, ttl=CACHE_SECONDS)
 
 # What a match's rating depends on: a change to one of these makes the stored ratings
 # differ from what a replay would compute. conservative_k and min_matches_for_leaderboard
@@ -126,15 +128,14 @@ def latency_rule(settings: dict[str, float | None], relax_seconds: float) -> Lat
 
 async def resolve(session: AsyncSession, name: str) -> ModeRules:
     """The mode's rules, cached briefly; 404 for an unknown mode."""
-    now = time.monotonic()
     hit = _cache.get(name)
-    if hit is not None and hit[0] > now:
-        return hit[1]
+    if hit is not None:
+        return hit
     mode = await repository.get(session, name)
     if mode is None:
         raise unknown_mode(name)
     rules = rules_of(mode)
-    _cache[name] = (now + CACHE_SECONDS, rules)
+    _cache[name] = rules
     return rules
 
 
