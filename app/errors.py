@@ -76,6 +76,14 @@ class NotFound(AppError):
     status = 404
 
 
+class UnknownMode(NotFound):
+    """The 404 of a mode that does not exist, saying how to make it: every package that
+    reads a mode raises it, so it lives here rather than in app.modes."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"mode {name!r} does not exist; create it with PUT /v1/modes/{name} (admin)")
+
+
 class Conflict(AppError):
     status = 409
 

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.locks import lock_mode
 from app.db.models import Mode
-from app.errors import NotFound, ValidationFailed
+from app.errors import UnknownMode, ValidationFailed
 from app.leaderboards import repository as leaderboards
 from app.matchmaking.proposals import LatencyRule, Relaxation
 from app.modes import repository
@@ -53,11 +53,6 @@ RATING_PARAMETERS = (
     "size_penalty_c1",
     "roster_cap",
 )
-
-
-def unknown_mode(name: str) -> NotFound:
-    """The 404 of a mode that does not exist, saying how to make it."""
-    return NotFound(f"mode {name!r} does not exist; create it with PUT /v1/modes/{name} (admin)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +128,7 @@ async def resolve(session: AsyncSession, name: str) -> ModeRules:
         return hit
     mode = await repository.get(session, name)
     if mode is None:
-        raise unknown_mode(name)
+        raise UnknownMode(name)
     rules = rules_of(mode)
     _cache[name] = rules
     return rules
@@ -146,7 +141,7 @@ async def find_mode(session: AsyncSession, name: str) -> Mode | None:
 async def get_mode(session: AsyncSession, name: str) -> Mode:
     mode = await repository.get(session, name)
     if mode is None:
-        raise unknown_mode(name)
+        raise UnknownMode(name)
     return mode
 
 
