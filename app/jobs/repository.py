@@ -17,6 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.bulk import driver
+from app.db.conservative import conservative_sql
 from app.leaderboards import repository as leaderboards
 
 # -- the job queue ----------------------------------------------------------------------
@@ -251,10 +252,10 @@ async def swap_replay(session: AsyncSession, mode: str) -> None:
     conn = await driver(session)
     await leaderboards.bulk(session, True)
     await conn.execute(
-        """
+        f"""
         INSERT INTO ratings AS r (player_id, mode, mu, sigma, conservative, matches, wins, losses, draws,
                                   last_played_at)
-        SELECT s.player_id, m.name, s.mu, s.sigma, s.mu - m.conservative_k * s.sigma, s.matches, s.wins,
+        SELECT s.player_id, m.name, s.mu, s.sigma, {conservative_sql("s.mu", "s.sigma")}, s.matches, s.wins,
                s.losses, s.draws, s.last_played_at
         FROM replay_ratings s, modes m WHERE m.name = %(mode)s
         ON CONFLICT (player_id, mode) DO UPDATE

@@ -15,10 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app import metrics
 from app.db.bulk import unbounded
 from app.db.commit_hooks import after_commit
+from app.db.locks import lock_mode
 from app.errors import NotFound
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
-from app.leaderboards import repository as leaderboards
 from app.modes import service as modes
 
 Report = Callable[[float], Awaitable[None]]
@@ -71,7 +71,7 @@ async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, repo
         await unbounded(session)
         await repository.stage_matches(session, state.participants, state.responses)
         # From here on, no rating of the mode changes until the swap commits.
-        await leaderboards.lock_mode(session, mode)
+        await lock_mode(session, mode)
         done = {match.pk for match in history}
         late_pks = [pk for pk in await repository.live_match_pks(session, mode) if pk not in done]
         late: list[repository.Played] = []

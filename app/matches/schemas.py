@@ -7,6 +7,7 @@ import datetime as dt
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from app.ids import Identifier
+from app.schemas import RatingOut
 
 MAX_PLAYERS = 1000
 FUTURE_SLACK = dt.timedelta(minutes=5)
@@ -80,12 +81,6 @@ def consistency_errors(match: MatchIn) -> list[dict[str, object]]:
     if total > MAX_PLAYERS:
         error(("teams",), f"a match has at most {MAX_PLAYERS} players, got {total}")
     return errors
-
-
-class RatingOut(BaseModel):
-    mu: float
-    sigma: float
-    conservative: float = Field(description="mu − k·sigma, k from the mode")
 
 
 class MatchPlayerOut(BaseModel):

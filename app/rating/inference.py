@@ -52,7 +52,7 @@ TOLERANCE = 1e-9
 MAX_SWEEPS = 200
 
 
-def draw_margin(draw_z: float, players: int, beta: float) -> float:
+def draw_margin_by_players(draw_z: float, players: int, beta: float) -> float:
     """Seed 000 §4.1: eps = Φ⁻¹((p + 1)/2)·sqrt(n1 + n2)·beta for the two compared teams."""
     return draw_z * math.sqrt(players) * beta
 
