@@ -211,7 +211,8 @@ class RatingSeed(Base):
 
     __tablename__ = "rating_seeds"
 
-    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    # No foreign key to players: an erased player's seed stays under its pseudonym (0008).
+    player_id: Mapped[str] = mapped_column(ID, primary_key=True)
     mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"), primary_key=True)
     mu: Mapped[float] = mapped_column(Double)
     sigma: Mapped[float] = mapped_column(Double)
