@@ -73,8 +73,8 @@ def seed(url: str, players: int, background: int, matches: int) -> float:
             INSERT INTO matches (match_id, mode, played_at, body_hash, quality, response, applied_seq)
             SELECT 'bm' || n, %(mode)s, at, md5(n::text), 0.4,
                    jsonb_build_object(
-                       'match_id', 'bm' || n, 'mode', CAST(%(mode)s AS varchar), 'played_at', at, 'created', true,
-                       'quality', 0.4, 'void', false, 'players', jsonb_build_array(
+                       'match_id', 'bm' || n, 'mode', CAST(%(mode)s AS varchar), 'played_at', at,
+                       'created', true, 'quality', 0.4, 'void', false, 'players', jsonb_build_array(
                            jsonb_build_object('player_id', a, 'team', 0,
                                'before', jsonb_build_object('mu', 25.1, 'sigma', 8.1, 'conservative', 0.8),
                                'after', jsonb_build_object('mu', 26.1, 'sigma', 7.9, 'conservative', 2.4)),
