@@ -66,18 +66,25 @@ async def lock_every_mode(session: AsyncSession) -> None:
     """Every mode's rating lock, exclusively, in name order (one order for every taker of more
     than one). A match post holds its mode's lock shared from its claim to its commit, so once
     these are held no post is half-way, and posts for the player wait and then find them
-    erased: each lands wholly before the erasure or wholly after it."""
+    erased: each lands wholly before the erasure or wholly after it. Every mode, not only the
+    player's: a post giving them a first rating in another mode races the same way. Rating
+    overrides take the shared lock too; imports (COPY, no lock) do not, so an import naming
+    the player should not run during their erasure."""
     for (mode,) in (await session.execute(_MODES)).all():
         await leaderboards.lock_mode(session, mode)
 
 
-async def pseudonymise(session: AsyncSession, player_id: str, pseudonym: str) -> None:
-    """Rename the player to the pseudonym in every stored row that keeps history.
+# Every table that keeps history naming a player, renamed in this order. Archived season
+# standings join this list where they exist: one UPDATE ... SET player_id = :new WHERE
+# player_id = :old each.
+_RENAMES = [_MATCHES, _SEEDS]
 
-    Every such table is listed here (archived season standings join it where they exist)."""
+
+async def pseudonymise(session: AsyncSession, player_id: str, pseudonym: str) -> None:
+    """Rename the player to the pseudonym in every stored row that keeps history (_RENAMES)."""
     params = {"old": player_id, "new": pseudonym}
-    await session.execute(_MATCHES, params)
-    await session.execute(_SEEDS, params)
+    for statement in _RENAMES:
+        await session.execute(statement, params)
 
 
 async def remove(session: AsyncSession, player_id: str) -> None:
