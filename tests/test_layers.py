@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         frozenset(
             {
                 "auth",
+                "erasure",
                 "evaluation",
                 "imports",
                 "jobs",

@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.ids import is_pseudonym
 from app.jobs.repository import NewParticipant, NewRating, Played
 from app.matches.service import response_json
 from app.rating import Rating, RatingInputError, TrueSkill
@@ -105,7 +106,10 @@ def rate(
 
 
 def new_ratings(replayed: Replayed) -> list[NewRating]:
+    """The ratings to write: an erased player's pseudonym is rated as a player of its own, so
+    the others come out as before the erasure, but gets no rating (and no leaderboard place)."""
     return [
         NewRating(name, p.rating.mu, p.rating.sigma, p.matches, p.wins, p.losses, p.draws, p.last_played_at)
         for name, p in replayed.players.items()
+        if not is_pseudonym(name)
     ]

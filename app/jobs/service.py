@@ -17,6 +17,7 @@ from app.db.bulk import unbounded
 from app.db.commit_hooks import after_commit
 from app.db.locks import lock_mode
 from app.errors import NotFound
+from app.ids import is_pseudonym
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
 from app.modes import service as modes
@@ -136,7 +137,10 @@ async def run_smooth(
     fitted = time.perf_counter()
     async with sessions() as session, session.begin():
         await unbounded(session)
-        await repository.replace_curves(session, mode, job_id, result.curves)
+        # Erased players' pseudonyms are in the model (the others' curves are as before) but
+        # keep no curve (app.erasure).
+        kept = [curve for curve in result.curves if not is_pseudonym(curve[0])]
+        await repository.replace_curves(session, mode, job_id, kept)
     return {
         "matches": len(history),
         "players": len(result.curves),

@@ -6,7 +6,7 @@ import datetime as dt
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
-from app.ids import Identifier
+from app.ids import Identifier, PlayerId
 from app.schemas import RatingOut
 
 MAX_PLAYERS = 1000
@@ -16,7 +16,7 @@ FUTURE_SLACK = dt.timedelta(minutes=5)
 class PlayerIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    id: Identifier
+    id: PlayerId
     weight: float = Field(1.0, ge=0.0, le=1.0, allow_inf_nan=False, description="partial play in [0, 1]")
     coefficient: float | None = Field(
         None,
