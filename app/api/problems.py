@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -102,8 +102,11 @@ def install(app: FastAPI) -> None:
             request, exc, isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
         )
 
+    # A cluster's SlotNotCoveredError (a failed master's slots before its replica takes them
+    # over) is no RedisError: the same answer.
     @app.exception_handler(RedisError)
-    async def redis_down(request: Request, exc: RedisError) -> JSONResponse:
+    @app.exception_handler(RedisClusterException)
+    async def redis_down(request: Request, exc: Exception) -> JSONResponse:
         log.warning("redis unavailable: %s", exc.__class__.__name__)
         return problem(
             503, "the queue store is unavailable; retry shortly", request, headers={"Retry-After": "2"}

@@ -1,31 +1,55 @@
-"""The Lua scripts of the matchmaking queue (store.py says what the keys hold).
+"""The Lua scripts of the matchmaking queue (store.py says what the keys hold), and how they run.
 
-Each runs by its SHA1 (EVALSHA), so a call sends the script's arguments, not its text;
-the first call on a server that has not seen it yet sends the text once (EVAL caches it).
+redis-py's own Script (register_script) runs each by its SHA1 (EVALSHA), so a call sends the
+script's arguments, not its text, and loads the text on a server that lacks it (a replica just
+promoted in a cluster has an empty script cache: scripts reach replicas as their effects).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
+from app.infra.redis_client import RedisClient
 
-class Script:
-    """A Lua script run with EVALSHA, falling back to EVAL when the server lacks it."""
+# On a cluster, how long a script's write waits for a replica's acknowledgement (run()). On a
+# healthy shard the ack takes about a round trip; only a master left without a replica (after a
+# failover, until an operator adds one back) spends the whole wait on every write.
+REPLICA_WAIT_MS = 100
 
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.sha = hashlib.sha1(source.encode()).hexdigest()
 
-    async def __call__(self, redis: Redis, keys: Sequence[str], args: Sequence[str | int | bytes]) -> Any:
-        try:
-            return await redis.evalsha(self.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return await redis.eval(self.source, len(keys), *keys, *args)
+async def run(redis: RedisClient, source: str, keys: Sequence[str], args: Sequence[str | int | bytes]) -> Any:
+    """Run a queue script. On a cluster, its write is acknowledged only once the master's
+    replica has it too, or REPLICA_WAIT_MS passed.
+
+    Why wait: Redis replicates asynchronously, so a master killed just after answering may take
+    writes its replica never saw; the promoted replica would then hand out again tickets a
+    matchmaker was already given (double booking), or forget a ticket whose 201 was sent.
+    WAIT (which a script may not call) closes that window. It counts the writes of the
+    connection it is sent on, so it travels in one pipeline with the script, to the node of the
+    script's keys (a cluster pipeline sends one node's commands down one connection, in order).
+    It is best effort: past the wait (a master whose replica is gone, after a failover) the
+    write stands unconfirmed rather than refused, as refusing would not undo it.
+    """
+    script = redis.register_script(source)
+    if not isinstance(redis, RedisCluster):
+        return await script(keys, args)
+    node = redis.get_node_from_key(keys[0])
+    for _ in range(2):
+        async with redis.pipeline(transaction=False) as pipe:
+            # (redis-py's cluster pipeline blocks its evalsha() method, not the command)
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            pipe.execute_command("WAIT", 1, REPLICA_WAIT_MS, target_nodes=node)
+            result, _acks = await pipe.execute(raise_on_error=False)
+        if not isinstance(result, NoScriptError):
+            break
+        await redis.script_load(source)  # every master's cache; then the call again
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 # Redis runs every redis.call() through its command machinery, so the scripts read and write
@@ -105,7 +129,7 @@ end
 # A player's hold is "<expires_at> <ticket>" (store.hold), and counts until expires_at.
 # Returns per ticket 0 (queued) or the 1-based position of a player already holding a ticket
 # (an earlier ticket of the batch counts).
-ENQUEUE = Script(
+ENQUEUE = (
     _CHUNKED
     + """
 local pool, holders = KEYS[1], KEYS[2]
@@ -163,7 +187,7 @@ return out
 # from the pool it read (a pool value never changes) before calling. A matched player's
 # hold becomes "0 <ticket>": it no longer blocks queueing, and still finds the match.
 # Returns the 1-based numbers of the proposals claimed.
-CLAIM = Script(
+CLAIM = (
     _CHUNKED
     + _FINISH
     + _PUBLISH
@@ -233,7 +257,7 @@ return claimed
 
 # KEYS: pool, holders, the ticket's done hash. ARGV: the ticket's id, seconds to keep its status.
 # Returns -1 unknown, 1 cancelled (or already finished), 2 already matched.
-CANCEL = Script(
+CANCEL = (
     _CHUNKED
     + _FINISH
     + _PARSE
@@ -262,7 +286,7 @@ return 1
 # KEYS: pool, holders, then done hashes. ARGV: now, seconds to keep a status, then per ticket
 # its id and the number of its done hash in KEYS. Each ticket still waiting past its own
 # expiry leaves the pool and reads as expired. Returns how many did.
-EXPIRE = Script(
+EXPIRE = (
     _CHUNKED
     + _FINISH
     + _PARSE
@@ -310,7 +334,7 @@ return #gone
 # (then it is cancelled: the player is in no two tickets). The proposal then reads as
 # requeued. Returns per ticket, in the proposal's order: 0 cancelled as listed, 1 queued,
 # 2 cancelled for a newer ticket, 3 expired; nothing when the proposal was requeued before.
-REQUEUE = Script(
+REQUEUE = (
     _CHUNKED
     + _FINISH
     + _PARSE

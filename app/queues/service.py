@@ -8,11 +8,11 @@ import datetime as dt
 import json
 import time
 
-from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import metrics
 from app.errors import Conflict, NotFound, ValidationFailed
+from app.infra.redis_client import RedisClient
 from app.matchmaking.proposals import canonical_attributes, form_matches
 from app.modes import service as modes
 from app.players import repository as players
@@ -31,7 +31,9 @@ from app.queues.store import Claim, NewTicket, QueueStore, TicketState, new_ids
 from app.queues.watch import TicketWatch
 
 
-async def create_ticket(session: AsyncSession, redis: Redis, mode: str, body: TicketIn) -> TicketCreated:
+async def create_ticket(
+    session: AsyncSession, redis: RedisClient, mode: str, body: TicketIn
+) -> TicketCreated:
     """Queue one ticket; 409 if one of its players already holds an active ticket."""
     (ticket,), (clash,), now = await _enqueue(session, redis, mode, [body], ["body"])
     if clash:
@@ -41,7 +43,7 @@ async def create_ticket(session: AsyncSession, redis: Redis, mode: str, body: Ti
     )
 
 
-async def create_tickets(session: AsyncSession, redis: Redis, mode: str, body: TicketBatchIn) -> bytes:
+async def create_tickets(session: AsyncSession, redis: RedisClient, mode: str, body: TicketBatchIn) -> bytes:
     """Queue a batch of tickets; the JSON of TicketBatchOut. A ticket whose player already holds
     an active ticket (or is in an earlier ticket of the batch) is rejected on its own."""
     tickets, clashes, now = await _enqueue(session, redis, mode, body.tickets, ["body", "tickets"])
@@ -61,7 +63,7 @@ async def create_tickets(session: AsyncSession, redis: Redis, mode: str, body: T
 
 
 async def _enqueue(
-    session: AsyncSession, redis: Redis, mode: str, tickets: list[TicketIn], where: list[str]
+    session: AsyncSession, redis: RedisClient, mode: str, tickets: list[TicketIn], where: list[str]
 ) -> tuple[list[NewTicket], list[int], float]:
     """Validate every ticket (a malformed one rejects them all), read the players' ratings
     (unseen players start at the mode's prior) and queue them in one script. Returns the
@@ -98,7 +100,7 @@ def _held(ticket: NewTicket, clash: int, mode: str) -> str:
     return f"player {ticket.players[clash - 1]!r} already holds an active ticket in {mode!r}"
 
 
-async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> bytes:
+async def get_ticket(redis: RedisClient, mode: str, ticket_id: str) -> bytes:
     """The JSON of TicketOut."""
     ticket = await QueueStore(redis, mode).ticket(ticket_id, time.time())
     if ticket is None:
@@ -107,7 +109,7 @@ async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> bytes:
 
 
 async def wait_for_ticket(
-    redis: Redis, watch: TicketWatch, mode: str, ticket_id: str, seconds: float
+    redis: RedisClient, watch: TicketWatch, mode: str, ticket_id: str, seconds: float
 ) -> bytes:
     """The ticket (the JSON of TicketOut) as soon as it leaves `queued`, or as it is after
     `seconds`."""
@@ -132,7 +134,7 @@ async def wait_for_ticket(
                     return _ticket_json(ticket_id, state)
 
 
-async def player_ticket(redis: Redis, mode: str, player: str) -> TicketOut:
+async def player_ticket(redis: RedisClient, mode: str, player: str) -> TicketOut:
     """The player's active ticket: queued, or matched in a proposal that stands."""
     found = await QueueStore(redis, mode).player_ticket(player, time.time())
     if found is None:
@@ -153,7 +155,7 @@ def _ticket_out(ticket_id: str, ticket: TicketState) -> TicketOut:
 
 
 async def requeue(
-    session: AsyncSession, redis: Redis, mode: str, proposal_id: str, body: RequeueIn
+    session: AsyncSession, redis: RedisClient, mode: str, proposal_id: str, body: RequeueIn
 ) -> RequeueOut:
     """Undo a proposal at once: the listed tickets are cancelled, the others queue again with
     their original enqueue time. 409 if it was requeued before."""
@@ -179,7 +181,7 @@ async def requeue(
     )
 
 
-async def cancel_ticket(session: AsyncSession, redis: Redis, mode: str, ticket_id: str) -> None:
+async def cancel_ticket(session: AsyncSession, redis: RedisClient, mode: str, ticket_id: str) -> None:
     rules = await modes.resolve(session, mode)
     outcome = await QueueStore(redis, mode).cancel(ticket_id, rules.ticket_ttl)
     if outcome == -1:
@@ -188,7 +190,7 @@ async def cancel_ticket(session: AsyncSession, redis: Redis, mode: str, ticket_i
         raise Conflict(f"ticket {ticket_id!r} is already matched")
 
 
-async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches: int) -> bytes:
+async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_matches: int) -> bytes:
     """Up to max_matches matches, best first, each claimed atomically; the response's JSON."""
     rules = await modes.resolve(session, mode)
     store = QueueStore(redis, mode)
@@ -216,13 +218,13 @@ async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches:
     return b'{"matches":[' + bodies + b"]}"
 
 
-async def stats(session: AsyncSession, redis: Redis, mode: str) -> QueueStats:
+async def stats(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStats:
     rules = await modes.resolve(session, mode)
     tickets, player_count, oldest = await QueueStore(redis, mode).stats(time.time(), rules.ticket_ttl)
     return QueueStats(tickets=tickets, players=player_count, oldest_wait_s=oldest)
 
 
-async def refresh_depth_gauges(session: AsyncSession, redis: Redis) -> None:
+async def refresh_depth_gauges(session: AsyncSession, redis: RedisClient) -> None:
     """Set the queue gauges of every mode from Redis (called when /metrics is scraped)."""
     now = time.time()
     for mode in await modes.list_modes(session):

@@ -64,11 +64,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from redis.asyncio import Redis
 
+from app.infra.redis_client import RedisClient
 from app.matchmaking.latency import Latencies
 from app.matchmaking.pool import Pool, attribute_group
-from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, EXPIRE, REQUEUE
+from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, EXPIRE, REQUEUE, run
 
 # Expired tickets swept per read of the pool; any more wait for the next read.
 SWEEP_BATCH = 1000
@@ -157,7 +157,7 @@ class Waiting:
 class QueueStore:
     """Redis commands and scripts for one mode's queue."""
 
-    def __init__(self, redis: Redis, mode: str) -> None:
+    def __init__(self, redis: RedisClient, mode: str) -> None:
         self.redis = redis
         self.keys = Keys(mode)
 
@@ -195,7 +195,7 @@ class QueueStore:
                 + (ticket.attributes + "\n" + regions + '\n["' + '","'.join(ticket.players) + '"]').encode()
             )
             args += [ticket.ticket_id, value, len(ticket.players), *ticket.players]
-        result = await ENQUEUE(self.redis, [self.keys.pool, self.keys.holders], args)
+        result = await run(self.redis, ENQUEUE, [self.keys.pool, self.keys.holders], args)
         return [int(r) for r in result]
 
     async def ticket(self, ticket_id: str, now: float) -> TicketState | None:
@@ -350,7 +350,7 @@ class QueueStore:
             bodies.append(body)
         if not tried:
             return [], b""
-        claimed = await CLAIM(self.redis, keys, args)
+        claimed = await run(self.redis, CLAIM, keys, args)
         won = [int(number) - 1 for number in claimed]
         return [tried[number] for number in won], b",".join(bodies[number] for number in won)
 
@@ -375,7 +375,7 @@ class QueueStore:
             if key not in keys:
                 keys.append(key)
             args += [ticket_id, keys.index(key) + 1]
-        outcome = await REQUEUE(self.redis, keys, args)
+        outcome = await run(self.redis, REQUEUE, keys, args)
         if not outcome:
             return None
         return [REQUEUED[int(code)] for code in outcome]
@@ -385,7 +385,7 @@ class QueueStore:
         if not _ID.fullmatch(ticket_id):
             return -1
         keys = [self.keys.pool, self.keys.holders, self.keys.done(ticket_id)]
-        return int(await CANCEL(self.redis, keys, [ticket_id, _kept(ttl)]))
+        return int(await run(self.redis, CANCEL, keys, [ticket_id, _kept(ttl)]))
 
     async def _sweep(self, ids: list[str], now: float, ttl: float) -> int:
         """Take the tickets still waiting past their expiry out of the pool (they then read as
@@ -397,7 +397,7 @@ class QueueStore:
             if key not in keys:
                 keys.append(key)
             args += [ticket_id, keys.index(key) + 1]
-        return int(await EXPIRE(self.redis, keys, args))
+        return int(await run(self.redis, EXPIRE, keys, args))
 
     async def stats(self, now: float, ttl: float) -> tuple[int, int, float]:
         """(tickets, players, oldest wait in seconds) of the waiting tickets."""
