@@ -128,7 +128,10 @@ end
 # ARGV: now, expires_at, then per ticket: id, pool value, player count, the players.
 # A player's hold is "<expires_at> <ticket>" (store.hold), and counts until expires_at.
 # Returns per ticket 0 (queued) or the 1-based position of a player already holding a ticket
-# (an earlier ticket of the batch counts).
+# (an earlier ticket of the batch counts). A ticket whose players already hold it is this very
+# call run again (redis-py retries a call whose connection dropped, maybe after the script ran,
+# and on a cluster the promoted replica may hold the first run's write): it reads as queued,
+# and is not written again (it may have been matched since).
 ENQUEUE = (
     _CHUNKED
     + """
@@ -145,15 +148,17 @@ local out, fields, holds, taken, k = {}, {}, {}, {}, 0
 at = 3
 while at <= n do
   local id, players = ARGV[at], tonumber(ARGV[at + 2])
-  local clash = 0
+  local clash, again = 0, false
   for i = 1, players do
     local hold = held[k + i]
-    if taken[ARGV[at + 2 + i]] or (hold and tonumber(string.match(hold, '^%S+')) > now) then
+    if hold and string.sub(hold, -33) == ' ' .. id then
+      again = true
+    elseif taken[ARGV[at + 2 + i]] or (hold and tonumber(string.match(hold, '^%S+')) > now) then
       clash = i
       break
     end
   end
-  if clash == 0 then
+  if clash == 0 and not again then
     fields[#fields + 1] = id
     fields[#fields + 1] = ARGV[at + 1]
     local hold = expires .. ' ' .. id
@@ -186,7 +191,9 @@ return out
 # waiting whose players have queued nothing since. store.py checks expiry and attributes
 # from the pool it read (a pool value never changes) before calling. A matched player's
 # hold becomes "0 <ticket>": it no longer blocks queueing, and still finds the match.
-# Returns the 1-based numbers of the proposals claimed.
+# A proposal already in KEYS[3] was claimed by this very call run before (ids are random; see
+# ENQUEUE on retries): it counts as claimed, unwritten. Returns the 1-based numbers of the
+# proposals claimed.
 CLAIM = (
     _CHUNKED
     + _FINISH
@@ -204,9 +211,13 @@ while at <= n do
   end
 end
 local held = chunked('HMGET', holders, names)
+local proposals = {}
+for p = 1, #starts do proposals[p] = ARGV[starts[p]] end
+local made = chunked('HMGET', KEYS[3], proposals)
 local k, taken, claimed, gone, released, done = 0, {}, {}, {}, {}, {[3] = {}}
 for p = 1, #starts do
   local first, tickets, free = starts[p], tonumber(ARGV[starts[p] + 3]), true
+  local again = made[p] ~= false
   at = first + 4
   for t = 1, tickets do
     local hold, players = ARGV[at + 2], tonumber(ARGV[at + 3])
@@ -217,7 +228,9 @@ for p = 1, #starts do
     k = k + players
     at = at + 4 + players
   end
-  if free then
+  if again then
+    claimed[#claimed + 1] = p
+  elseif free then
     local status = 'matched ' .. ARGV[first]
     at = first + 4
     for t = 1, tickets do
