@@ -14,6 +14,15 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from app.infra.redis_client import RedisClient
+from app.queues.record import (
+    HEADER_BYTES,
+    KEPT_ID_BYTES,
+    KEPT_LENGTH_BYTES,
+    PLAYER_BYTES,
+    REGION_BYTES,
+    HeaderField,
+    lua_position,
+)
 
 # On a cluster, how long a script's write waits for a replica's acknowledgement (run()). On a
 # healthy shard the ack takes about a round trip; only a master left without a replica (after a
@@ -81,17 +90,18 @@ local function finish(key, fields, kept)
 end
 """
 
-# A waiting ticket is one field of the pool hash; its value (store.py builds it) is a header
-# of seven little-endian doubles (enqueued_at, attribute group, players, Σ mu, Σ sigma²,
-# expires_at, regions), then mu and sigma of each player (two doubles each), a latency per
-# region (a double each), the canonical attributes, a newline, the regions' names, a newline
-# and the players' JSON array. Only cancelling, requeueing and the expiry sweep read it here.
-_PARSE = """
+# A waiting ticket is one field of the pool hash; its value is a pool record (record.py).
+# Only cancelling, requeueing and the expiry sweep read it here: its expiry and its players.
+# The offsets are rendered into the text once, here at import, from record.py's named fields
+# rather than sent as ARGV: each script's text (so its SHA1) stays fixed for a given layout,
+# no call pays for extra arguments, and the layout is still written in one place.
+_PARSE = f"""
 local function parse(value)
-  local players = struct.unpack('<d', value, 17)
-  local expires = struct.unpack('<d', value, 41)
-  local regions = struct.unpack('<d', value, 49)
-  local names = string.find(value, '\\n', 57 + 16 * players + 8 * regions, true)
+  local players = struct.unpack('<d', value, {lua_position(HeaderField.PLAYERS)})
+  local expires = struct.unpack('<d', value, {lua_position(HeaderField.EXPIRES_AT)})
+  local regions = struct.unpack('<d', value, {lua_position(HeaderField.REGIONS)})
+  local after = {HEADER_BYTES + 1} + {PLAYER_BYTES} * players + {REGION_BYTES} * regions
+  local names = string.find(value, '\\n', after, true)
   local cut = string.find(value, '\\n', names + 1, true)
   return expires, cjson.decode(string.sub(value, cut + 1))
 end
@@ -104,6 +114,25 @@ local function publish(ids)
   if #ids > 0 then
     redis.call('PUBLISH', string.sub(KEYS[1], 1, -5) .. 'events', table.concat(ids))
   end
+end
+"""
+
+# What a claim kept for a requeue (record.kept), as {id, pool value, hold expiry text} per ticket.
+_KEPT = f"""
+local function unkeep(kept)
+  local tickets, at = {{}}, 1
+  while at <= #kept do
+    local value = at + {KEPT_ID_BYTES + KEPT_LENGTH_BYTES}
+    local length = struct.unpack('<I{KEPT_LENGTH_BYTES}', kept, at + {KEPT_ID_BYTES})
+    local text = string.byte(kept, value + length)
+    tickets[#tickets + 1] = {{
+      string.sub(kept, at, at + {KEPT_ID_BYTES - 1}),
+      string.sub(kept, value, value + length - 1),
+      string.sub(kept, value + length + 1, value + length + text),
+    }}
+    at = value + length + 1 + text
+  end
+  return tickets
 end
 """
 
@@ -339,10 +368,9 @@ return #gone
 # KEYS: pool, holders, the proposal's done hash, then the tickets' done hashes.
 # ARGV: the proposal's id, now, seconds to keep a status, the number of tickets to cancel,
 #       their ids, then per ticket of the proposal its id and the number of its done hash.
-# What the claim kept under "r:<proposal>" is, per ticket: its id (32 bytes), its pool value's
-# length (uint32, little-endian), the value, its hold's expiry text's length (a byte) and the
-# text. A listed ticket is cancelled; any other goes back to the pool with that very value
-# (its enqueue time, so its wait, kept) and its players' holds as they were, unless it is
+# What the claim kept under "r:<proposal>" is record.kept() per ticket (_KEPT reads it). A
+# listed ticket is cancelled; any other goes back to the pool with that very value (its
+# enqueue time, so its wait, kept) and its players' holds as they were, unless it is
 # past its expiry (expired) or one of its players holds a newer ticket, queued or matched
 # (then it is cancelled: the player is in no two tickets). The proposal then reads as
 # requeued. Returns per ticket, in the proposal's order: 0 cancelled as listed, 1 queued,
@@ -351,6 +379,7 @@ REQUEUE = (
     _CHUNKED
     + _FINISH
     + _PARSE
+    + _KEPT
     + """
 local pool, holders, done = KEYS[1], KEYS[2], KEYS[3]
 local proposal, now, kept = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -360,17 +389,7 @@ local cancel, listed = {}, tonumber(ARGV[4])
 for i = 5, 4 + listed do cancel[ARGV[i]] = true end
 local where = {}
 for i = 5 + listed, #ARGV, 2 do where[ARGV[i]] = tonumber(ARGV[i + 1]) end
-local tickets, at = {}, 1
-while at <= #kept_tickets do
-  local length = struct.unpack('<I4', kept_tickets, at + 32)
-  local text = string.byte(kept_tickets, at + 36 + length)
-  tickets[#tickets + 1] = {
-    string.sub(kept_tickets, at, at + 31),
-    string.sub(kept_tickets, at + 36, at + 35 + length),
-    string.sub(kept_tickets, at + 37 + length, at + 36 + length + text),
-  }
-  at = at + 37 + length + text
-end
+local tickets = unkeep(kept_tickets)
 local names, members = {}, {}
 for t = 1, #tickets do
   local _, players = parse(tickets[t][2])

@@ -189,6 +189,11 @@ async def test_a_killed_master_costs_its_modes_503s_until_its_replica_takes_over
                     await asyncio.sleep(0.2)
     await run_load(bases, list(modes), after, SECONDS)
     assert {status for _, _, status, _ in after.answers} <= {200, 201}
+    for base in bases:
+        # Readiness and the queue gauges (read from every mode's queue) work on the new master.
+        assert httpx.get(f"{base}/readyz").json()["redis"] == "ok"
+        metrics = httpx.get(f"{base}/metrics").text
+        assert all(f'skill_queue_tickets{{mode="{mode}"}}' in metrics for mode in modes)
     statuses = await check_books(bases[0], after, strict=False)
     other = [mode for t, mode in unavailable if mode not in hit]
     window = (max(t for t, _ in unavailable) - killed_at) if unavailable else 0.0
