@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import json
 import time
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -17,15 +16,19 @@ from app.matchmaking.proposals import canonical_attributes, form_matches
 from app.modes import service as modes
 from app.players import repository as players
 from app.queues.schemas import (
+    MatchmakeOut,
     ProposalOut,
     QueueStats,
     RequeuedTicket,
     RequeueIn,
     RequeueOut,
     TicketBatchIn,
+    TicketBatchOut,
     TicketCreated,
     TicketIn,
     TicketOut,
+    TicketOutcome,
+    to_json,
 )
 from app.queues.store import Claim, NewTicket, QueueStore, TicketState, new_ids
 from app.queues.watch import TicketWatch
@@ -47,19 +50,20 @@ async def create_tickets(session: AsyncSession, redis: RedisClient, mode: str, b
     """Queue a batch of tickets; the JSON of TicketBatchOut. A ticket whose player already holds
     an active ticket (or is in an earlier ticket of the batch) is rejected on its own."""
     tickets, clashes, now = await _enqueue(session, redis, mode, body.tickets, ["body", "tickets"])
-    # Written directly: a thousand outcome models cost more than queueing the tickets. Ids are
-    # hex digits and the time is ISO 8601, so neither needs escaping.
-    created = dt.datetime.fromtimestamp(now, dt.UTC).isoformat().replace("+00:00", "Z")
-    queued = f'"status":"queued","created_at":"{created}","detail":null}}'
+    # Built unvalidated (model_construct): every value is ours, and validating a thousand
+    # outcomes would cost more than queueing them.
+    created = dt.datetime.fromtimestamp(now, dt.UTC)
     outcomes = [
-        f'{{"ticket_id":"{ticket.ticket_id}",{queued}'
+        TicketOutcome.model_construct(
+            ticket_id=ticket.ticket_id, status="queued", created_at=created, detail=None
+        )
         if clash == 0
-        else '{"ticket_id":null,"status":"rejected","created_at":null,"detail":'
-        + json.dumps(_held(ticket, clash, mode))
-        + "}"
+        else TicketOutcome.model_construct(
+            ticket_id=None, status="rejected", created_at=None, detail=_held(ticket, clash, mode)
+        )
         for ticket, clash in zip(tickets, clashes, strict=True)
     ]
-    return ('{"tickets":[' + ",".join(outcomes) + "]}").encode()
+    return to_json(TicketBatchOut.model_construct(tickets=outcomes))
 
 
 async def _enqueue(
@@ -143,13 +147,11 @@ async def player_ticket(redis: RedisClient, mode: str, player: str) -> TicketOut
 
 
 def _ticket_json(ticket_id: str, ticket: TicketState) -> bytes:
-    """TicketOut's JSON, written directly: a match wakes hundreds of polls at once, and the
-    proposal's JSON is stored in ProposalOut's shape (ids are identifiers: no escaping)."""
-    match = ticket.match if ticket.match is not None else "null"
-    return f'{{"ticket_id":"{ticket_id}","status":"{ticket.status}","match":{match}}}'.encode()
+    return to_json(_ticket_out(ticket_id, ticket))
 
 
 def _ticket_out(ticket_id: str, ticket: TicketState) -> TicketOut:
+    """The proposal is kept as ProposalOut's JSON (_render): read back through the schema."""
     match = ProposalOut.model_validate_json(ticket.match) if ticket.match else None
     return TicketOut.model_validate({"ticket_id": ticket_id, "status": ticket.status, "match": match})
 
@@ -209,13 +211,26 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     )
     claims = [Claim(match.teams, match.quality, match.longest_wait, match.region) for match in matches]
     claimed_at = time.time()
+    proposals: dict[str, ProposalOut] = {}
+
+    def render(proposal_id: str, claim: Claim, ticket_ids: list[str], teams: list[list[str]]) -> bytes:
+        proposal = proposals[proposal_id] = ProposalOut.model_construct(
+            proposal_id=proposal_id,
+            teams=teams,
+            ticket_ids=ticket_ids,
+            quality=float(claim.quality),
+            longest_wait_s=float(claim.longest_wait),
+            region=claim.region,
+        )
+        return to_json(proposal)
+
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).
-    won, bodies = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl)
-    metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), [matches[index].quality for index in won])
-    rows = [row for index in won for row in matches[index].rows]
+    won = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl, render)
+    metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), [matches[index].quality for index, _ in won])
+    rows = [row for index, _ in won for row in matches[index].rows]
     metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), claimed_at - now + waiting.pool.waited[rows])
-    return b'{"matches":[' + bodies + b"]}"
+    return to_json(MatchmakeOut.model_construct(matches=[proposals[proposal_id] for _, proposal_id in won]))
 
 
 async def stats(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStats:

@@ -51,10 +51,9 @@ it touches.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -125,6 +124,9 @@ class TicketState:
     status: str  # queued, matched, cancelled or expired
     match: str | None  # the proposal's JSON, once matched
 
+
+# Writes a proposal's JSON from its id, what was claimed, its ticket ids and its teams' players.
+Render = Callable[[str, "Claim", list[str], list[list[str]]], bytes]
 
 # What requeueing a proposal did to each of its tickets (the REQUEUE script's codes).
 REQUEUED = {0: "cancelled", 1: "queued", 2: "cancelled", 3: "expired"}
@@ -282,10 +284,11 @@ class QueueStore:
         return Waiting(pool, live_values, headers[:, HeaderField.EXPIRES_AT].tolist())
 
     async def claim(
-        self, waiting: Waiting, claims: Sequence[Claim], now: float, ttl: float
-    ) -> tuple[list[int], bytes]:
+        self, waiting: Waiting, claims: Sequence[Claim], now: float, ttl: float, render: Render
+    ) -> list[tuple[int, str]]:
         """Claim each proposal whose tickets all still wait, unexpired, with equal attributes:
-        the indexes of those claimed, and their JSON joined by commas."""
+        the index and the id of each claimed. `render` writes a proposal's JSON, which is kept
+        here for the lookups of its tickets (the API's shape: this store only keeps it)."""
         ids, sizes = waiting.pool.ids, waiting.pool.size.tolist()
         proposal_ids = new_ids(len(claims), now)
         keys = [self.keys.pool, self.keys.holders]
@@ -304,7 +307,7 @@ class QueueStore:
         if claims:
             key_number(proposal_ids[0])  # KEYS[3]: the proposals' hash (all made this second)
         args: list[str | bytes | int] = [_kept(ttl)]
-        tried, bodies = [], []
+        tried: list[tuple[int, str]] = []
         expires_at, values = waiting.expires_at, waiting.values
         for index, (claim, proposal_id) in enumerate(zip(claims, proposal_ids, strict=True)):
             rows = [row for team in claim.teams for row in team]
@@ -315,36 +318,28 @@ class QueueStore:
             tails = [record.tail(values[row], sizes[row]) for row in rows]
             if any(tail[0] != tails[0][0] for tail in tails):
                 continue  # two attribute sets whose digests collide
-            # Players are identifiers (no escapes needed): a team is its tickets' arrays spliced.
-            players = dict(zip(rows, (tail[2] for tail in tails), strict=True))
-            teams = b",".join(
-                b"[" + b",".join(players[row][1:-1] for row in team) + b"]" for team in claim.teams
-            )
-            ticket_ids = '","'.join(ids[row] for row in rows)
-            body = (
-                f'{{"proposal_id":"{proposal_id}","teams":['.encode()
-                + teams
-                + f'],"ticket_ids":["{ticket_ids}"],"quality":{float(claim.quality)!r},'
-                f'"longest_wait_s":{float(claim.longest_wait)!r},'
-                f'"region":{json.dumps(claim.region)}}}'.encode()
-            )
+            # The players' JSON array holds identifiers (no escapes): cut rather than decoded.
+            players = {
+                row: tail[2][2:-2].decode().split('","') for row, tail in zip(rows, tails, strict=True)
+            }
+            teams = [[name for row in team for name in players[row]] for team in claim.teams]
+            body = render(proposal_id, claim, [ids[row] for row in rows], teams)
             # What a requeue puts back: each ticket's id, its pool value and its hold's expiry.
             kept = b"".join(
                 record.kept(ids[row], values[row], repr(expires_at[row]).encode()) for row in rows
             )
             args += [proposal_id, body, kept, len(rows)]
             for row in rows:
-                names = players[row][2:-2].split(b'","')
+                names = players[row]
                 ticket_id = ids[row]
                 held = hold(expires_at[row], ticket_id)
                 args += [ticket_id, key_number(ticket_id), held, len(names), *names]
-            tried.append(index)
-            bodies.append(body)
+            tried.append((index, proposal_id))
         if not tried:
-            return [], b""
+            return []
         claimed = await run(self.redis, CLAIM, keys, args)
         won = [int(number) - 1 for number in claimed]
-        return [tried[number] for number in won], b",".join(bodies[number] for number in won)
+        return [tried[number] for number in won]
 
     async def proposal(self, proposal_id: str) -> str | None:
         """A claimed proposal's JSON; None if the queue never made it (or forgot it)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 
@@ -10,6 +11,7 @@ from app.config import Settings
 from app.infra.redis_client import build_redis
 from app.queues.store import Claim, NewTicket, QueueStore
 from app.queues.watch import TicketWatch
+from tests.queues.helpers import render
 from tests.redis_cluster import Cluster
 
 
@@ -42,12 +44,14 @@ async def test_every_queue_script_runs_on_its_modes_slot_and_events_reach_a_subs
                 waiting.pool.ids.index(tickets[1].ticket_id),
             )
             with watch.watching(tickets[0].ticket_id) as woken:
-                claimed, body = await store.claim(waiting, [Claim([[first], [second]], 0.5, 0.0)], now, 60.0)
-                assert claimed == [0]
+                claimed = await store.claim(
+                    waiting, [Claim([[first], [second]], 0.5, 0.0)], now, 60.0, render
+                )
+                assert [index for index, _ in claimed] == [0]
                 state = await asyncio.wait_for(woken, 10.0)
             assert state is not None and state.status == "matched" and state.match is not None
-            proposal = state.match.split('"proposal_id":"')[1][:32]
-            assert body.decode() == state.match
+            proposal = json.loads(state.match)["proposal_id"]
+            assert proposal == claimed[0][1]
             assert await store.requeue(proposal, [t.ticket_id for t in tickets[:2]], [], now, 60.0) == [
                 "queued",
                 "queued",
