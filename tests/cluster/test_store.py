@@ -9,14 +9,14 @@ import time
 
 from app.config import Settings
 from app.infra.redis_client import build_redis
-from app.queues.store import Claim, NewTicket, QueueStore
+from app.queues.store import Claim, NewTicket, QueueStore, new_ids
 from app.queues.watch import TicketWatch
 from tests.queues.helpers import render
 from tests.redis_cluster import Cluster
 
 
 def _ticket(n: int) -> NewTicket:
-    return NewTicket(f"{int(time.time()):08x}{n:024x}", [f"p{n}"], [(25.0, 8.0)], "{}")
+    return NewTicket(new_ids(1, time.time())[0], [f"p{n}"], [(25.0, 8.0)], "{}")
 
 
 async def test_every_queue_script_runs_on_its_modes_slot_and_events_reach_a_subscriber(
