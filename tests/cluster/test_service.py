@@ -202,3 +202,28 @@ async def test_a_killed_master_costs_its_modes_503s_until_its_replica_takes_over
         f"{window:.1f}s after the kill (busy machine), {len(other)} of them on the other masters' modes; "
         f"tickets after: {dict(statuses)}; none twice, none lost"
     )
+
+
+async def test_every_queue_operation_answers_on_the_cluster(
+    cluster: Cluster, services: list[Service]
+) -> None:
+    """Each queue route once, through both processes, on modes of every master: a long-poll
+    in one process is woken by a match made in the other (the events cross the cluster)."""
+    first, second = (service.base for service in services)
+    async with httpx.AsyncClient(headers=ADMIN, timeout=30) as http:
+        for mode in spread_modes(cluster, per_master=1):
+            assert (await http.put(f"{first}/v1/modes/{mode}", json={})).status_code in (200, 201)
+            queue = f"/v1/queues/{mode}"
+            a = (await http.post(f"{first}{queue}/tickets", json={"players": ["a"]})).json()["ticket_id"]
+            assert (await http.get(f"{second}{queue}/players/a/ticket")).json()["ticket_id"] == a
+            poll = asyncio.create_task(http.get(f"{first}{queue}/tickets/{a}", params={"wait": 20}))
+            await asyncio.sleep(0.5)  # the poll is registered (a late one reads the match anyway)
+            b = (await http.post(f"{second}{queue}/tickets", json={"players": ["b"]})).json()["ticket_id"]
+            (match,) = (await http.post(f"{second}{queue}/matchmake", json={})).json()["matches"]
+            polled = (await poll).json()
+            assert polled["status"] == "matched" and polled["match"] == match
+            requeued = await http.post(f"{first}{queue}/proposals/{match['proposal_id']}/requeue", json={})
+            assert [t["status"] for t in requeued.json()["tickets"]] == ["queued", "queued"]
+            assert (await http.get(f"{second}{queue}")).json()["tickets"] == 2
+            assert (await http.delete(f"{second}{queue}/tickets/{b}")).status_code == 204
+            assert (await http.get(f"{first}{queue}/tickets/{b}")).json()["status"] == "cancelled"

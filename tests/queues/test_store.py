@@ -139,3 +139,24 @@ async def test_finished_tickets_read_from_the_done_hash_of_their_ids_minute(redi
         assert await store.cancel("ZZ" * 16, 1.0) == -1
     finally:
         await redis.aclose()
+
+
+async def test_a_script_run_again_with_the_same_arguments_changes_nothing(redis_url: str) -> None:
+    """redis-py resends a command whose connection dropped, maybe after it ran (and on a cluster
+    the promoted replica may hold that first run): a ticket queued twice is queued once, and
+    never put back in the pool once matched."""
+    redis = Redis.from_url(redis_url)
+    try:
+        store = QueueStore(redis, f"again-{random.getrandbits(32):08x}")
+        now = time.time()
+        tickets = [NewTicket(i, [f"ag-{n}"], [(25.0, 8.0)], "{}") for n, i in enumerate(new_ids(2, now))]
+        assert await store.enqueue(tickets, now, 60.0) == [0, 0]
+        assert await store.enqueue(tickets, now, 60.0) == [0, 0]
+        waiting = await store.waiting(now, 60.0)
+        assert sorted(waiting.pool.ids) == sorted(t.ticket_id for t in tickets)
+        assert len(await store.claim(waiting, [Claim([[0], [1]], 0.5, 0.0)], now, 60.0, render)) == 1
+        assert await store.enqueue(tickets, now, 60.0) == [0, 0]
+        assert len((await store.waiting(now, 60.0)).pool) == 0
+        assert (await store.ticket(tickets[0].ticket_id, now)).status == "matched"  # type: ignore[union-attr]
+    finally:
+        await redis.aclose()
