@@ -15,6 +15,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import AppError, title_of
+from app.infra.redis_client import closed_under_command
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        if closed_under_command(exc):
+            return await redis_down(request, exc)
         log.exception("unhandled error")
         return problem(500, "internal error", request)
 

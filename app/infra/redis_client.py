@@ -37,6 +37,20 @@ RedisClient: TypeAlias = Redis | RedisCluster
 UNAVAILABLE: tuple[type[Exception], ...] = (RedisError, RedisClusterException, OSError)
 
 
+def closed_under_command(exc: BaseException) -> bool:
+    """Whether `exc` is a command's connection closed under it by redis-py itself: the cluster
+    client closes every connection of a node it drops from its slot map (a failed master),
+    those in use by other commands included, and such a command then fails inside redis-py with
+    AttributeError ('NoneType' object has no attribute 'writelines') rather than
+    ConnectionError (redis-py 8.1). Told apart from our own bugs by where it was raised."""
+    if not isinstance(exc, AttributeError):
+        return False
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and str(frame.tb_frame.f_globals.get("__name__", "")).startswith("redis.")
+
+
 def build_redis(settings: Settings, url: str) -> RedisClient:
     """The service's client for `url`."""
     timeout = settings.redis_timeout_s

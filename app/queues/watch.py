@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import RedisCluster
 
-from app.infra.redis_client import UNAVAILABLE, RedisClient
+from app.infra.redis_client import UNAVAILABLE, RedisClient, closed_under_command
 from app.queues.store import EVENTS_PATTERN, QueueStore, TicketState
 
 log = logging.getLogger(__name__)
@@ -106,13 +106,15 @@ class TicketWatch:
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
                     if message is not None and message["type"] == "pmessage":
                         self._wake(message["channel"], message["data"])
-            except UNAVAILABLE as exc:
+            except Exception as exc:
+                if not isinstance(exc, UNAVAILABLE) and not closed_under_command(exc):
+                    raise
                 log.warning("queue events subscription lost (%s); subscribing again", exc)
             finally:
                 self._subscribed.clear()
                 self._wake_all()
                 if pubsub is not None:
-                    with contextlib.suppress(*UNAVAILABLE):
+                    with contextlib.suppress(*UNAVAILABLE, AttributeError):
                         await pubsub.aclose()  # type: ignore[no-untyped-call]
             await asyncio.sleep(RETRY_SECONDS)
 
@@ -146,7 +148,9 @@ class TicketWatch:
         try:
             async with self.readers:
                 states = await QueueStore(self._redis, mode).finished(ticket_ids)
-        except UNAVAILABLE as exc:
+        except Exception as exc:
+            if not isinstance(exc, UNAVAILABLE) and not closed_under_command(exc):
+                raise
             log.warning("reading finished tickets failed (%s); their polls read again", exc)
         for ticket_id, state in zip(ticket_ids, states, strict=True):
             for future in self._waiters.get(ticket_id, ()):

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
@@ -115,9 +116,16 @@ async def check_books(base: str, load: Load, strict: bool) -> Counter[str]:
     given = {p["proposal_id"]: p for p in load.proposals}
     statuses: Counter[str] = Counter()
     async with httpx.AsyncClient(headers=ADMIN, timeout=30) as http:
-        for ticket, mode in load.tickets.items():
-            state = (await http.get(f"{base}/v1/queues/{mode}/tickets/{ticket}")).json()
-            statuses[state.get("status", "lost")] += 1
+        gate = asyncio.Semaphore(16)
+
+        async def read(ticket: str, mode: str) -> dict[str, Any]:
+            async with gate:
+                state: dict[str, Any] = (await http.get(f"{base}/v1/queues/{mode}/tickets/{ticket}")).json()
+                return state
+
+        states = await asyncio.gather(*(read(ticket, mode) for ticket, mode in load.tickets.items()))
+        for ticket, state in zip(load.tickets, states, strict=True):
+            statuses[str(state.get("status", "lost"))] += 1
             assert state.get("status") in ("queued", "matched"), (ticket, state)
             if state["status"] == "matched":
                 assert ticket in state["match"]["ticket_ids"]
