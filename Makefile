@@ -8,6 +8,8 @@ DEV_STAMP := $(VENV)/.dev-installed
 CHROMEDRIVER := /usr/bin/chromedriver
 # The PgBouncer tests (tests/pgbouncer.py) run Debian's pgbouncer.
 PGBOUNCER := /usr/sbin/pgbouncer
+# The Redis Cluster tests (tests/redis_cluster.py) run Debian's redis-server and redis-cli.
+REDIS_SERVER := /usr/bin/redis-server
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: run test lint openapi bench soak clean
@@ -31,12 +33,16 @@ $(PGBOUNCER):
 	$(SUDO) apt-get install -y --no-install-recommends pgbouncer \
 	  || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends pgbouncer; }
 
+$(REDIS_SERVER):
+	$(SUDO) apt-get install -y --no-install-recommends redis-server redis-tools \
+	  || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends redis-server redis-tools; }
+
 ## run: install, migrate and serve on http://$(HOST):$(PORT) (embedded servers unless URLs are set)
 run: $(RUN_STAMP)
 	$(BIN)/python -m app serve
 
 ## test: the whole suite against real PostgreSQL and Redis (embedded unless URLs are set)
-test: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER)
+test: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER) $(REDIS_SERVER)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
@@ -50,7 +56,7 @@ openapi: $(DEV_STAMP)
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/rating.py
 
-soak: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER)
+soak: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER) $(REDIS_SERVER)
 	SOAK=1 $(BIN)/python -m pytest -q -s -m "slow or reliability" $(PYTEST_ARGS)
 
 clean:

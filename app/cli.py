@@ -122,17 +122,16 @@ def wait_for_postgres(url: str, seconds: float) -> None:
 
 
 def wait_for_redis(url: str, seconds: float) -> None:
-    from redis import Redis
-    from redis.exceptions import RedisError
+    from redis.exceptions import RedisClusterException, RedisError
+
+    from app.infra.redis_client import ping
 
     deadline = time.monotonic() + seconds
     while True:
         try:
-            client = Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
-            client.ping()
-            client.close()
+            ping(url, 2.0)
             return
-        except (RedisError, OSError, ValueError) as exc:
+        except (RedisError, RedisClusterException, OSError, ValueError) as exc:
             if time.monotonic() >= deadline:
                 raise Abort(f"cannot reach Redis after {seconds:g}s: {reason(exc)}", FAILURE) from None
             time.sleep(0.5)

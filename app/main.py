@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from redis.asyncio import Redis
 
 from app import background
 from app.api import (
@@ -31,7 +30,7 @@ from app.api.middleware import RequestBody, RequestContext
 from app.config import Settings
 from app.db.engine import build_engine, build_sessionmaker
 from app.infra.embedded import EmbeddedServers
-from app.infra.redis_packing import pack_with_hiredis
+from app.infra.redis_client import build_redis
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +39,6 @@ DESCRIPTION = """TrueSkill ratings and matchmaking.
 Every error is `application/problem+json` (RFC 9457). Authenticate with
 `Authorization: Bearer <api-key>`; scopes are `results:write`, `matchmaking`, `read` and
 `admin` (which holds every scope)."""
-
-
-def build_redis(settings: Settings, url: str) -> Redis:
-    client = Redis.from_url(
-        url,
-        socket_timeout=settings.redis_timeout_s,
-        socket_connect_timeout=settings.redis_timeout_s,
-        health_check_interval=30,
-    )
-    return pack_with_hiredis(client)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

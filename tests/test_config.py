@@ -9,7 +9,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from app.config import Settings, describe_error, sqlalchemy_url
+from app.config import ClusterUrl, Settings, cluster_url, describe_error, sqlalchemy_url
 
 
 def run_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -76,3 +76,28 @@ def test_describe_error_lists_every_bad_name() -> None:
 def test_psycopg_dialect_is_chosen() -> None:
     assert sqlalchemy_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
     assert sqlalchemy_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+
+
+def test_a_cluster_url_names_its_seeds() -> None:
+    assert cluster_url("redis+cluster://10.0.0.1:7000,10.0.0.2:7001") == ClusterUrl(
+        (("10.0.0.1", 7000), ("10.0.0.2", 7001)), False, None, None
+    )
+    assert cluster_url("rediss+cluster://app:s%40cret@[::1]:7000/0") == ClusterUrl(
+        (("::1", 7000),), True, "app", "s@cret"
+    )
+    assert cluster_url("redis://host:6379/0") is None
+    assert Settings(redis_url="redis+cluster://h:7000").redis_url == "redis+cluster://h:7000"
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("redis+cluster://h1:7000,h2", "must be host:port"),
+        ("redis+cluster://h1:7000/2", "one database"),
+        ("redis+cluster://h1:x", "malformed port"),
+        ("redis+clusters://h1:7000", "got scheme"),
+    ],
+)
+def test_a_bad_cluster_url_is_named(url: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Settings(redis_url=url)

@@ -9,7 +9,6 @@ from ipaddress import IPv4Network, IPv6Network, ip_address
 from typing import Annotated
 
 from fastapi import Depends, Request
-from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth import service as auth_service
@@ -18,6 +17,7 @@ from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
 from app.config import Settings
 from app.errors import TooManyRequests, Unauthorized
+from app.infra.redis_client import RedisClient
 from app.queues.watch import TicketWatch
 
 
@@ -28,7 +28,7 @@ class Resources:
     settings: Settings
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
-    redis: Redis
+    redis: RedisClient
     limits: TokenBuckets = field(init=False)  # requests per key
     auth_failures: TokenBuckets = field(init=False)  # failed authentications per client address
     # Long-polls on queue tickets wait here (one Redis subscription per process).
@@ -59,7 +59,7 @@ async def get_session(res: Annotated[Resources, Depends(resources)]) -> AsyncIte
         yield session
 
 
-async def get_redis(res: Annotated[Resources, Depends(resources)]) -> Redis:
+async def get_redis(res: Annotated[Resources, Depends(resources)]) -> RedisClient:
     return res.redis
 
 
@@ -67,7 +67,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 # scope="function": the transaction commits before the response is sent, so a client is
 # never told 201 for a write whose commit then failed (or whose process then died).
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
-RedisDep = Annotated[Redis, Depends(get_redis)]
+RedisDep = Annotated[RedisClient, Depends(get_redis)]
 
 
 async def get_ticket_watch(res: Annotated[Resources, Depends(resources)]) -> TicketWatch:

@@ -10,11 +10,12 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import AppError, title_of
+from app.infra.redis_client import closed_under_command
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +108,18 @@ def install(app: FastAPI) -> None:
             request, exc, isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
         )
 
+    # A cluster's SlotNotCoveredError (a failed master's slots before its replica takes them
+    # over) is no RedisError: the same answer.
     @app.exception_handler(RedisError)
-    async def redis_down(request: Request, exc: RedisError) -> JSONResponse:
+    @app.exception_handler(RedisClusterException)
+    async def redis_down(request: Request, exc: Exception) -> JSONResponse:
         log.warning("redis unavailable: %s", exc.__class__.__name__)
         return unavailable("the queue store is unavailable; retry shortly", request)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        if closed_under_command(exc):
+            return await redis_down(request, exc)
         log.exception("unhandled error")
         return problem(500, "internal error", request)
 

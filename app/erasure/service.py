@@ -18,12 +18,12 @@ import logging
 import secrets
 import time
 
-from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.commit_hooks import after_commit
 from app.erasure import repository
 from app.ids import PSEUDONYM_PREFIX
+from app.infra.redis_client import RedisClient
 from app.modes import service as modes
 from app.queues.store import QueueStore
 
@@ -34,7 +34,7 @@ def new_pseudonym() -> str:
     return PSEUDONYM_PREFIX + secrets.token_hex(16)
 
 
-async def erase_player(session: AsyncSession, redis: Redis, player_id: str) -> None:
+async def erase_player(session: AsyncSession, redis: RedisClient, player_id: str) -> None:
     """Erase the player; nothing to do (an unknown or already erased id) is not an error.
 
     The queue goes first, so no new proposal can form from the player's tickets while the

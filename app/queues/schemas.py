@@ -113,6 +113,12 @@ class MatchmakeOut(BaseModel):
     matches: list[ProposalOut]
 
 
+def to_json(model: BaseModel) -> bytes:
+    """A response's JSON, from its schema: pydantic's own serialiser of the model's class (the
+    routes that answer bytes use it, and OpenAPI describes the same model)."""
+    return model.__pydantic_serializer__.to_json(model)
+
+
 class QueueStats(BaseModel):
     tickets: int
     players: int

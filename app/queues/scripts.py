@@ -1,31 +1,64 @@
-"""The Lua scripts of the matchmaking queue (store.py says what the keys hold).
+"""The Lua scripts of the matchmaking queue (store.py says what the keys hold), and how they run.
 
-Each runs by its SHA1 (EVALSHA), so a call sends the script's arguments, not its text;
-the first call on a server that has not seen it yet sends the text once (EVAL caches it).
+redis-py's own Script (register_script) runs each by its SHA1 (EVALSHA), so a call sends the
+script's arguments, not its text, and loads the text on a server that lacks it (a replica just
+promoted in a cluster has an empty script cache: scripts reach replicas as their effects).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
+from app.infra.redis_client import RedisClient
+from app.queues.record import (
+    HEADER_BYTES,
+    KEPT_ID_BYTES,
+    KEPT_LENGTH_BYTES,
+    PLAYER_BYTES,
+    REGION_BYTES,
+    HeaderField,
+    lua_position,
+)
 
-class Script:
-    """A Lua script run with EVALSHA, falling back to EVAL when the server lacks it."""
+# On a cluster, how long a script's write waits for a replica's acknowledgement (run()). On a
+# healthy shard the ack takes about a round trip; only a master left without a replica (after a
+# failover, until an operator adds one back) spends the whole wait on every write.
+REPLICA_WAIT_MS = 100
 
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.sha = hashlib.sha1(source.encode()).hexdigest()
 
-    async def __call__(self, redis: Redis, keys: Sequence[str], args: Sequence[str | int | bytes]) -> Any:
-        try:
-            return await redis.evalsha(self.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return await redis.eval(self.source, len(keys), *keys, *args)
+async def run(redis: RedisClient, source: str, keys: Sequence[str], args: Sequence[str | int | bytes]) -> Any:
+    """Run a queue script. On a cluster, its write is acknowledged only once the master's
+    replica has it too, or REPLICA_WAIT_MS passed.
+
+    Why wait: Redis replicates asynchronously, so a master killed just after answering may take
+    writes its replica never saw; the promoted replica would then hand out again tickets a
+    matchmaker was already given (double booking), or forget a ticket whose 201 was sent.
+    WAIT (which a script may not call) closes that window. It counts the writes of the
+    connection it is sent on, so it travels in one pipeline with the script, to the node of the
+    script's keys (a cluster pipeline sends one node's commands down one connection, in order).
+    It is best effort: past the wait (a master whose replica is gone, after a failover) the
+    write stands unconfirmed rather than refused, as refusing would not undo it.
+    """
+    script = redis.register_script(source)
+    if not isinstance(redis, RedisCluster):
+        return await script(keys, args)
+    node = redis.get_node_from_key(keys[0])
+    for _ in range(2):
+        async with redis.pipeline(transaction=False) as pipe:
+            # (redis-py's cluster pipeline blocks its evalsha() method, not the command)
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            pipe.execute_command("WAIT", 1, REPLICA_WAIT_MS, target_nodes=node)
+            result, _acks = await pipe.execute(raise_on_error=False)
+        if not isinstance(result, NoScriptError):
+            break
+        await redis.script_load(source)  # every master's cache; then the call again
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 # Redis runs every redis.call() through its command machinery, so the scripts read and write
@@ -57,17 +90,18 @@ local function finish(key, fields, kept)
 end
 """
 
-# A waiting ticket is one field of the pool hash; its value (store.py builds it) is a header
-# of seven little-endian doubles (enqueued_at, attribute group, players, Σ mu, Σ sigma²,
-# expires_at, regions), then mu and sigma of each player (two doubles each), a latency per
-# region (a double each), the canonical attributes, a newline, the regions' names, a newline
-# and the players' JSON array. Only cancelling, requeueing and the expiry sweep read it here.
-_PARSE = """
+# A waiting ticket is one field of the pool hash; its value is a pool record (record.py).
+# Only cancelling, requeueing and the expiry sweep read it here: its expiry and its players.
+# The offsets are rendered into the text once, here at import, from record.py's named fields
+# rather than sent as ARGV: each script's text (so its SHA1) stays fixed for a given layout,
+# no call pays for extra arguments, and the layout is still written in one place.
+_PARSE = f"""
 local function parse(value)
-  local players = struct.unpack('<d', value, 17)
-  local expires = struct.unpack('<d', value, 41)
-  local regions = struct.unpack('<d', value, 49)
-  local names = string.find(value, '\\n', 57 + 16 * players + 8 * regions, true)
+  local players = struct.unpack('<d', value, {lua_position(HeaderField.PLAYERS)})
+  local expires = struct.unpack('<d', value, {lua_position(HeaderField.EXPIRES_AT)})
+  local regions = struct.unpack('<d', value, {lua_position(HeaderField.REGIONS)})
+  local after = {HEADER_BYTES + 1} + {PLAYER_BYTES} * players + {REGION_BYTES} * regions
+  local names = string.find(value, '\\n', after, true)
   local cut = string.find(value, '\\n', names + 1, true)
   return expires, cjson.decode(string.sub(value, cut + 1))
 end
@@ -80,6 +114,25 @@ local function publish(ids)
   if #ids > 0 then
     redis.call('PUBLISH', string.sub(KEYS[1], 1, -5) .. 'events', table.concat(ids))
   end
+end
+"""
+
+# What a claim kept for a requeue (record.kept), as {id, pool value, hold expiry text} per ticket.
+_KEPT = f"""
+local function unkeep(kept)
+  local tickets, at = {{}}, 1
+  while at <= #kept do
+    local value = at + {KEPT_ID_BYTES + KEPT_LENGTH_BYTES}
+    local length = struct.unpack('<I{KEPT_LENGTH_BYTES}', kept, at + {KEPT_ID_BYTES})
+    local text = string.byte(kept, value + length)
+    tickets[#tickets + 1] = {{
+      string.sub(kept, at, at + {KEPT_ID_BYTES - 1}),
+      string.sub(kept, value, value + length - 1),
+      string.sub(kept, value + length + 1, value + length + text),
+    }}
+    at = value + length + 1 + text
+  end
+  return tickets
 end
 """
 
@@ -104,8 +157,11 @@ end
 # ARGV: now, expires_at, then per ticket: id, pool value, player count, the players.
 # A player's hold is "<expires_at> <ticket>" (store.hold), and counts until expires_at.
 # Returns per ticket 0 (queued) or the 1-based position of a player already holding a ticket
-# (an earlier ticket of the batch counts).
-ENQUEUE = Script(
+# (an earlier ticket of the batch counts). A ticket whose players already hold it is this very
+# call run again (redis-py retries a call whose connection dropped, maybe after the script ran,
+# and on a cluster the promoted replica may hold the first run's write): it reads as queued,
+# and is not written again (it may have been matched since).
+ENQUEUE = (
     _CHUNKED
     + """
 local pool, holders = KEYS[1], KEYS[2]
@@ -121,15 +177,17 @@ local out, fields, holds, taken, k = {}, {}, {}, {}, 0
 at = 3
 while at <= n do
   local id, players = ARGV[at], tonumber(ARGV[at + 2])
-  local clash = 0
+  local clash, again = 0, false
   for i = 1, players do
     local hold = held[k + i]
-    if taken[ARGV[at + 2 + i]] or (hold and tonumber(string.match(hold, '^%S+')) > now) then
+    if hold and string.sub(hold, -33) == ' ' .. id then
+      again = true
+    elseif taken[ARGV[at + 2 + i]] or (hold and tonumber(string.match(hold, '^%S+')) > now) then
       clash = i
       break
     end
   end
-  if clash == 0 then
+  if clash == 0 and not again then
     fields[#fields + 1] = id
     fields[#fields + 1] = ARGV[at + 1]
     local hold = expires .. ' ' .. id
@@ -162,8 +220,10 @@ return out
 # waiting whose players have queued nothing since. store.py checks expiry and attributes
 # from the pool it read (a pool value never changes) before calling. A matched player's
 # hold becomes "0 <ticket>": it no longer blocks queueing, and still finds the match.
-# Returns the 1-based numbers of the proposals claimed.
-CLAIM = Script(
+# A proposal already in KEYS[3] was claimed by this very call run before (ids are random; see
+# ENQUEUE on retries): it counts as claimed, unwritten. Returns the 1-based numbers of the
+# proposals claimed.
+CLAIM = (
     _CHUNKED
     + _FINISH
     + _PUBLISH
@@ -180,9 +240,13 @@ while at <= n do
   end
 end
 local held = chunked('HMGET', holders, names)
+local proposals = {}
+for p = 1, #starts do proposals[p] = ARGV[starts[p]] end
+local made = chunked('HMGET', KEYS[3], proposals)
 local k, taken, claimed, gone, released, done = 0, {}, {}, {}, {}, {[3] = {}}
 for p = 1, #starts do
   local first, tickets, free = starts[p], tonumber(ARGV[starts[p] + 3]), true
+  local again = made[p] ~= false
   at = first + 4
   for t = 1, tickets do
     local hold, players = ARGV[at + 2], tonumber(ARGV[at + 3])
@@ -193,7 +257,9 @@ for p = 1, #starts do
     k = k + players
     at = at + 4 + players
   end
-  if free then
+  if again then
+    claimed[#claimed + 1] = p
+  elseif free then
     local status = 'matched ' .. ARGV[first]
     at = first + 4
     for t = 1, tickets do
@@ -233,7 +299,7 @@ return claimed
 
 # KEYS: pool, holders, the ticket's done hash. ARGV: the ticket's id, seconds to keep its status.
 # Returns -1 unknown, 1 cancelled (or already finished), 2 already matched.
-CANCEL = Script(
+CANCEL = (
     _CHUNKED
     + _FINISH
     + _PARSE
@@ -262,7 +328,7 @@ return 1
 # KEYS: pool, holders, then done hashes. ARGV: now, seconds to keep a status, then per ticket
 # its id and the number of its done hash in KEYS. Each ticket still waiting past its own
 # expiry leaves the pool and reads as expired. Returns how many did.
-EXPIRE = Script(
+EXPIRE = (
     _CHUNKED
     + _FINISH
     + _PARSE
@@ -302,18 +368,18 @@ return #gone
 # KEYS: pool, holders, the proposal's done hash, then the tickets' done hashes.
 # ARGV: the proposal's id, now, seconds to keep a status, the number of tickets to cancel,
 #       their ids, then per ticket of the proposal its id and the number of its done hash.
-# What the claim kept under "r:<proposal>" is, per ticket: its id (32 bytes), its pool value's
-# length (uint32, little-endian), the value, its hold's expiry text's length (a byte) and the
-# text. A listed ticket is cancelled; any other goes back to the pool with that very value
-# (its enqueue time, so its wait, kept) and its players' holds as they were, unless it is
+# What the claim kept under "r:<proposal>" is record.kept() per ticket (_KEPT reads it). A
+# listed ticket is cancelled; any other goes back to the pool with that very value (its
+# enqueue time, so its wait, kept) and its players' holds as they were, unless it is
 # past its expiry (expired) or one of its players holds a newer ticket, queued or matched
 # (then it is cancelled: the player is in no two tickets). The proposal then reads as
 # requeued. Returns per ticket, in the proposal's order: 0 cancelled as listed, 1 queued,
 # 2 cancelled for a newer ticket, 3 expired; nothing when the proposal was requeued before.
-REQUEUE = Script(
+REQUEUE = (
     _CHUNKED
     + _FINISH
     + _PARSE
+    + _KEPT
     + """
 local pool, holders, done = KEYS[1], KEYS[2], KEYS[3]
 local proposal, now, kept = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -323,17 +389,7 @@ local cancel, listed = {}, tonumber(ARGV[4])
 for i = 5, 4 + listed do cancel[ARGV[i]] = true end
 local where = {}
 for i = 5 + listed, #ARGV, 2 do where[ARGV[i]] = tonumber(ARGV[i + 1]) end
-local tickets, at = {}, 1
-while at <= #kept_tickets do
-  local length = struct.unpack('<I4', kept_tickets, at + 32)
-  local text = string.byte(kept_tickets, at + 36 + length)
-  tickets[#tickets + 1] = {
-    string.sub(kept_tickets, at, at + 31),
-    string.sub(kept_tickets, at + 36, at + 35 + length),
-    string.sub(kept_tickets, at + 37 + length, at + 36 + length + text),
-  }
-  at = at + 37 + length + text
-end
+local tickets = unkeep(kept_tickets)
 local names, members = {}, {}
 for t = 1, #tickets do
   local _, players = parse(tickets[t][2])
@@ -394,48 +450,44 @@ return out
 
 # Erasure (app.erasure): KEYS: holders. ARGV: a player, the hold read for them.
 # Deletes the player's hold only if it is still that one (a newer ticket's hold stays).
-FORGET_HOLD = Script(
-    """
+FORGET_HOLD = """
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 0
 """
-)
 
 # Erasure: KEYS: one done hash. ARGV: a player's id and its pseudonym, each in JSON quotes.
 # Renames the player in the teams of every proposal the hash holds, and in the players of
-# what a requeue of it would put back (the "r:" fields, laid out as REQUEUE reads them); such
-# a ticket's expiry becomes 0, so a requeue reads it as expired and never queues it again.
+# what a requeue of it would put back (the "r:" fields, record.kept's layout, read by unkeep);
+# such a ticket's expiry becomes 0, so a requeue reads it as expired and never queues it again.
 # Statuses name no player. Returns how many fields changed.
-ERASE_PLAYER = Script(
+ERASE_PLAYER = (
     _CHUNKED
-    + """
+    + _KEPT
+    + f"""
 local key, old, new = KEYS[1], ARGV[1], ARGV[2]
 local pattern = string.gsub(old, '%p', '%%%0')
 local replacement = string.gsub(new, '%%', '%%%%')
 local all = redis.call('HGETALL', key)
-local changed = {}
+local changed = {{}}
 for i = 1, #all, 2 do
   local field, value = all[i], all[i + 1]
   if string.find(value, old, 1, true) then
     if string.sub(field, 1, 2) == 'r:' then
-      local out, at = {}, 1
-      while at <= #value do
-        local length = struct.unpack('<I4', value, at + 32)
-        local text = string.byte(value, at + 36 + length)
-        local pooled = string.sub(value, at + 36, at + 35 + length)
-        local expiry = string.sub(value, at + 37 + length, at + 36 + length + text)
-        local players = struct.unpack('<d', pooled, 17)
-        local regions = struct.unpack('<d', pooled, 49)
-        local names = string.find(pooled, '\\n', 57 + 16 * players + 8 * regions, true)
+      local out = {{}}
+      for _, ticket in ipairs(unkeep(value)) do
+        local id, pooled, expiry = ticket[1], ticket[2], ticket[3]
+        local players = struct.unpack('<d', pooled, {lua_position(HeaderField.PLAYERS)})
+        local regions = struct.unpack('<d', pooled, {lua_position(HeaderField.REGIONS)})
+        local after = {HEADER_BYTES + 1} + {PLAYER_BYTES} * players + {REGION_BYTES} * regions
+        local names = string.find(pooled, '\\n', after, true)
         local cut = string.find(pooled, '\\n', names + 1, true)
         local list = string.sub(pooled, cut + 1)
         if string.find(list, old, 1, true) then
           pooled = string.sub(pooled, 1, cut) .. (string.gsub(list, pattern, replacement))
           expiry = '0'
         end
-        out[#out + 1] = string.sub(value, at, at + 31) .. struct.pack('<I4', #pooled) .. pooled
+        out[#out + 1] = id .. struct.pack('<I{KEPT_LENGTH_BYTES}', #pooled) .. pooled
           .. string.char(#expiry) .. expiry
-        at = at + 37 + length + text
       end
       value = table.concat(out)
     else

@@ -5,33 +5,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import json
 import time
 
-from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import metrics
 from app.errors import Conflict, NotFound, ValidationFailed
+from app.infra.redis_client import RedisClient
 from app.matchmaking.proposals import canonical_attributes, form_matches
 from app.modes import service as modes
 from app.players import repository as players
 from app.queues.schemas import (
+    MatchmakeOut,
     ProposalOut,
     QueueStats,
     RequeuedTicket,
     RequeueIn,
     RequeueOut,
     TicketBatchIn,
+    TicketBatchOut,
     TicketCreated,
     TicketIn,
     TicketOut,
+    TicketOutcome,
+    to_json,
 )
 from app.queues.store import Claim, NewTicket, QueueStore, TicketState, new_ids
 from app.queues.watch import TicketWatch
 
 
-async def create_ticket(session: AsyncSession, redis: Redis, mode: str, body: TicketIn) -> TicketCreated:
+async def create_ticket(
+    session: AsyncSession, redis: RedisClient, mode: str, body: TicketIn
+) -> TicketCreated:
     """Queue one ticket; 409 if one of its players already holds an active ticket."""
     (ticket,), (clash,), now = await _enqueue(session, redis, mode, [body], ["body"])
     if clash:
@@ -41,27 +46,28 @@ async def create_ticket(session: AsyncSession, redis: Redis, mode: str, body: Ti
     )
 
 
-async def create_tickets(session: AsyncSession, redis: Redis, mode: str, body: TicketBatchIn) -> bytes:
+async def create_tickets(session: AsyncSession, redis: RedisClient, mode: str, body: TicketBatchIn) -> bytes:
     """Queue a batch of tickets; the JSON of TicketBatchOut. A ticket whose player already holds
     an active ticket (or is in an earlier ticket of the batch) is rejected on its own."""
     tickets, clashes, now = await _enqueue(session, redis, mode, body.tickets, ["body", "tickets"])
-    # Written directly: a thousand outcome models cost more than queueing the tickets. Ids are
-    # hex digits and the time is ISO 8601, so neither needs escaping.
-    created = dt.datetime.fromtimestamp(now, dt.UTC).isoformat().replace("+00:00", "Z")
-    queued = f'"status":"queued","created_at":"{created}","detail":null}}'
+    # Built unvalidated (model_construct): every value is ours, and validating a thousand
+    # outcomes would cost more than queueing them.
+    created = dt.datetime.fromtimestamp(now, dt.UTC)
     outcomes = [
-        f'{{"ticket_id":"{ticket.ticket_id}",{queued}'
+        TicketOutcome.model_construct(
+            ticket_id=ticket.ticket_id, status="queued", created_at=created, detail=None
+        )
         if clash == 0
-        else '{"ticket_id":null,"status":"rejected","created_at":null,"detail":'
-        + json.dumps(_held(ticket, clash, mode))
-        + "}"
+        else TicketOutcome.model_construct(
+            ticket_id=None, status="rejected", created_at=None, detail=_held(ticket, clash, mode)
+        )
         for ticket, clash in zip(tickets, clashes, strict=True)
     ]
-    return ('{"tickets":[' + ",".join(outcomes) + "]}").encode()
+    return to_json(TicketBatchOut.model_construct(tickets=outcomes))
 
 
 async def _enqueue(
-    session: AsyncSession, redis: Redis, mode: str, tickets: list[TicketIn], where: list[str]
+    session: AsyncSession, redis: RedisClient, mode: str, tickets: list[TicketIn], where: list[str]
 ) -> tuple[list[NewTicket], list[int], float]:
     """Validate every ticket (a malformed one rejects them all), read the players' ratings
     (unseen players start at the mode's prior) and queue them in one script. Returns the
@@ -98,7 +104,7 @@ def _held(ticket: NewTicket, clash: int, mode: str) -> str:
     return f"player {ticket.players[clash - 1]!r} already holds an active ticket in {mode!r}"
 
 
-async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> bytes:
+async def get_ticket(redis: RedisClient, mode: str, ticket_id: str) -> bytes:
     """The JSON of TicketOut."""
     ticket = await QueueStore(redis, mode).ticket(ticket_id, time.time())
     if ticket is None:
@@ -107,7 +113,7 @@ async def get_ticket(redis: Redis, mode: str, ticket_id: str) -> bytes:
 
 
 async def wait_for_ticket(
-    redis: Redis, watch: TicketWatch, mode: str, ticket_id: str, seconds: float
+    redis: RedisClient, watch: TicketWatch, mode: str, ticket_id: str, seconds: float
 ) -> bytes:
     """The ticket (the JSON of TicketOut) as soon as it leaves `queued`, or as it is after
     `seconds`."""
@@ -132,7 +138,7 @@ async def wait_for_ticket(
                     return _ticket_json(ticket_id, state)
 
 
-async def player_ticket(redis: Redis, mode: str, player: str) -> TicketOut:
+async def player_ticket(redis: RedisClient, mode: str, player: str) -> TicketOut:
     """The player's active ticket: queued, or matched in a proposal that stands."""
     found = await QueueStore(redis, mode).player_ticket(player, time.time())
     if found is None:
@@ -141,19 +147,17 @@ async def player_ticket(redis: Redis, mode: str, player: str) -> TicketOut:
 
 
 def _ticket_json(ticket_id: str, ticket: TicketState) -> bytes:
-    """TicketOut's JSON, written directly: a match wakes hundreds of polls at once, and the
-    proposal's JSON is stored in ProposalOut's shape (ids are identifiers: no escaping)."""
-    match = ticket.match if ticket.match is not None else "null"
-    return f'{{"ticket_id":"{ticket_id}","status":"{ticket.status}","match":{match}}}'.encode()
+    return to_json(_ticket_out(ticket_id, ticket))
 
 
 def _ticket_out(ticket_id: str, ticket: TicketState) -> TicketOut:
+    """The proposal is kept as ProposalOut's JSON (_render): read back through the schema."""
     match = ProposalOut.model_validate_json(ticket.match) if ticket.match else None
     return TicketOut.model_validate({"ticket_id": ticket_id, "status": ticket.status, "match": match})
 
 
 async def requeue(
-    session: AsyncSession, redis: Redis, mode: str, proposal_id: str, body: RequeueIn
+    session: AsyncSession, redis: RedisClient, mode: str, proposal_id: str, body: RequeueIn
 ) -> RequeueOut:
     """Undo a proposal at once: the listed tickets are cancelled, the others queue again with
     their original enqueue time. 409 if it was requeued before."""
@@ -179,7 +183,7 @@ async def requeue(
     )
 
 
-async def cancel_ticket(session: AsyncSession, redis: Redis, mode: str, ticket_id: str) -> None:
+async def cancel_ticket(session: AsyncSession, redis: RedisClient, mode: str, ticket_id: str) -> None:
     rules = await modes.resolve(session, mode)
     outcome = await QueueStore(redis, mode).cancel(ticket_id, rules.ticket_ttl)
     if outcome == -1:
@@ -188,7 +192,7 @@ async def cancel_ticket(session: AsyncSession, redis: Redis, mode: str, ticket_i
         raise Conflict(f"ticket {ticket_id!r} is already matched")
 
 
-async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches: int) -> bytes:
+async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_matches: int) -> bytes:
     """Up to max_matches matches, best first, each claimed atomically; the response's JSON."""
     rules = await modes.resolve(session, mode)
     store = QueueStore(redis, mode)
@@ -207,22 +211,35 @@ async def matchmake(session: AsyncSession, redis: Redis, mode: str, max_matches:
     )
     claims = [Claim(match.teams, match.quality, match.longest_wait, match.region) for match in matches]
     claimed_at = time.time()
+    proposals: dict[str, ProposalOut] = {}
+
+    def render(proposal_id: str, claim: Claim, ticket_ids: list[str], teams: list[list[str]]) -> bytes:
+        proposal = proposals[proposal_id] = ProposalOut.model_construct(
+            proposal_id=proposal_id,
+            teams=teams,
+            ticket_ids=ticket_ids,
+            quality=float(claim.quality),
+            longest_wait_s=float(claim.longest_wait),
+            region=claim.region,
+        )
+        return to_json(proposal)
+
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).
-    won, bodies = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl)
-    metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), [matches[index].quality for index in won])
-    rows = [row for index in won for row in matches[index].rows]
+    won = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl, render)
+    metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), [matches[index].quality for index, _ in won])
+    rows = [row for index, _ in won for row in matches[index].rows]
     metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), claimed_at - now + waiting.pool.waited[rows])
-    return b'{"matches":[' + bodies + b"]}"
+    return to_json(MatchmakeOut.model_construct(matches=[proposals[proposal_id] for _, proposal_id in won]))
 
 
-async def stats(session: AsyncSession, redis: Redis, mode: str) -> QueueStats:
+async def stats(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStats:
     rules = await modes.resolve(session, mode)
     tickets, player_count, oldest = await QueueStore(redis, mode).stats(time.time(), rules.ticket_ttl)
     return QueueStats(tickets=tickets, players=player_count, oldest_wait_s=oldest)
 
 
-async def refresh_depth_gauges(session: AsyncSession, redis: Redis) -> None:
+async def refresh_depth_gauges(session: AsyncSession, redis: RedisClient) -> None:
     """Set the queue gauges of every mode from Redis (called when /metrics is scraped)."""
     now = time.time()
     for mode in await modes.list_modes(session):

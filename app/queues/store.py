@@ -23,11 +23,8 @@ holds stays readable at least that long. Hashes per minute rather than a key per
 claiming a thousand tickets then writes two fields per hash touched rather than a thousand
 keys, and a minute's hash stays small enough for Redis to drop at once.
 
-A waiting ticket is one field of the pool: its value starts with seven little-endian doubles
-(enqueued_at, attribute group (pool.attribute_group), players, Σ mu, Σ sigma², expires_at,
-regions), then each player's mu and sigma as doubles, the latency of each region as a
-double, the canonical attributes, a newline, the regions' names joined by tabs, a newline and
-the players' JSON array. A value never changes while its ticket waits. Matchmaking reads every
+A waiting ticket is one field of the pool: its value is a pool record (record.py says its
+layout, once, with named fields). A value never changes while its ticket waits. Matchmaking reads every
 waiting ticket with one HGETALL and turns the headers into columns with one np.frombuffer:
 no JSON and no object per ticket. There is no index by skill and none by age: the pool is
 read whole, sorted by skill in NumPy, and its enqueue times say which tickets are past the
@@ -54,28 +51,24 @@ it touches.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from redis.asyncio import Redis
 
+from app.infra.redis_client import RedisClient
 from app.matchmaking.latency import Latencies
 from app.matchmaking.pool import Pool, attribute_group
-from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, ERASE_PLAYER, EXPIRE, FORGET_HOLD, REQUEUE
+from app.queues import record
+from app.queues.record import HEADER_BYTES, HEADER_DOUBLES, HeaderField
+from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, ERASE_PLAYER, EXPIRE, FORGET_HOLD, REQUEUE, run
 
 # Expired tickets swept per read of the pool; any more wait for the next read.
 SWEEP_BATCH = 1000
-
-# A pool value's header: enqueued_at, group, players, Σ mu, Σ sigma², expires_at, regions.
-HEADER_DOUBLES = 7
-HEADER_BYTES = 8 * HEADER_DOUBLES
 
 # A finished ticket's status stays readable this long after its TTL.
 RETENTION_SECONDS = 24 * 3600
@@ -132,6 +125,9 @@ class TicketState:
     match: str | None  # the proposal's JSON, once matched
 
 
+# Writes a proposal's JSON from its id, what was claimed, its ticket ids and its teams' players.
+Render = Callable[[str, "Claim", list[str], list[list[str]]], bytes]
+
 # What requeueing a proposal did to each of its tickets (the REQUEUE script's codes).
 REQUEUED = {0: "cancelled", 1: "queued", 2: "cancelled", 3: "expired"}
 
@@ -157,7 +153,7 @@ class Waiting:
 class QueueStore:
     """Redis commands and scripts for one mode's queue."""
 
-    def __init__(self, redis: Redis, mode: str) -> None:
+    def __init__(self, redis: RedisClient, mode: str) -> None:
         self.redis = redis
         self.keys = Keys(mode)
 
@@ -172,30 +168,31 @@ class QueueStore:
         # The numbers travel as doubles, packed here: exact, and no decimal text to write or parse.
         ratings = np.array([r for ticket in tickets for r in ticket.ratings], dtype="<f8").reshape(-1, 2)
         starts = np.cumsum([0, *sizes[:-1]])
-        headers = np.empty((len(tickets), HEADER_DOUBLES), dtype="<f8")
-        headers[:, 0] = now
-        headers[:, 1] = [group_of[ticket.attributes] for ticket in tickets]
-        headers[:, 2] = sizes
-        headers[:, 3] = _party_sums(ratings[:, 0], starts, sizes)
-        headers[:, 4] = _party_sums(ratings[:, 1] * ratings[:, 1], starts, sizes)
+        headers = np.empty((len(tickets), HEADER_DOUBLES), dtype=record.DOUBLE)
+        headers[:, HeaderField.ENQUEUED_AT] = now
+        headers[:, HeaderField.GROUP] = [group_of[ticket.attributes] for ticket in tickets]
+        headers[:, HeaderField.PLAYERS] = sizes
+        headers[:, HeaderField.MU_SUM] = _party_sums(ratings[:, 0], starts, sizes)
+        headers[:, HeaderField.VAR_SUM] = _party_sums(ratings[:, 1] * ratings[:, 1], starts, sizes)
         expires_at = now + ttl
-        headers[:, 5] = expires_at
-        headers[:, 6] = [len(ticket.latencies) for ticket in tickets]
+        headers[:, HeaderField.EXPIRES_AT] = expires_at
+        headers[:, HeaderField.REGIONS] = [len(ticket.latencies) for ticket in tickets]
         header_bytes, rating_bytes = headers.tobytes(), ratings.tobytes()
         # The script writes each player's hold as hold(expires_at, ticket) does.
         args: list[str | bytes | int] = [repr(now), repr(expires_at)]
         for number, (ticket, start) in enumerate(zip(tickets, starts.tolist(), strict=True)):
-            # Identifiers need no escaping in JSON; canonical attributes hold no raw newline.
-            # Region names are identifiers: no tab, no newline.
-            regions = "\t".join(name for name, _ in ticket.latencies)
-            value = (
-                header_bytes[HEADER_BYTES * number : HEADER_BYTES * (number + 1)]
-                + rating_bytes[16 * start : 16 * (start + len(ticket.players))]
-                + (struct.pack(f"<{len(ticket.latencies)}d", *(ms for _, ms in ticket.latencies)))
-                + (ticket.attributes + "\n" + regions + '\n["' + '","'.join(ticket.players) + '"]').encode()
+            value = record.encode(
+                header_bytes[HEADER_BYTES * number : HEADER_BYTES * (number + 1)],
+                rating_bytes[
+                    record.PLAYER_BYTES * start : record.PLAYER_BYTES * (start + len(ticket.players))
+                ],
+                [ms for _, ms in ticket.latencies],
+                ticket.attributes,
+                [name for name, _ in ticket.latencies],
+                ticket.players,
             )
             args += [ticket.ticket_id, value, len(ticket.players), *ticket.players]
-        result = await ENQUEUE(self.redis, [self.keys.pool, self.keys.holders], args)
+        result = await run(self.redis, ENQUEUE, [self.keys.pool, self.keys.holders], args)
         return [int(r) for r in result]
 
     async def ticket(self, ticket_id: str, now: float) -> TicketState | None:
@@ -205,7 +202,7 @@ class QueueStore:
             return None
         value: Any = await self.redis.hget(self.keys.pool, ticket_id)
         if value is not None:
-            expires_at = float(np.frombuffer(value[:HEADER_BYTES], dtype="<f8")[5])
+            expires_at = record.field_of(value, HeaderField.EXPIRES_AT)
             return TicketState("queued" if expires_at > now else "expired", None)
         status = await self.redis.hget(self.keys.done(ticket_id), ticket_id)
         if status is None:
@@ -263,33 +260,35 @@ class QueueStore:
         """Every waiting, unexpired ticket, in one round trip; tickets past the TTL are swept
         out on the way (one more round trip, only when there are some)."""
         raw: dict[bytes, bytes] = await self.redis.hgetall(self.keys.pool)  # type: ignore[assignment]
-        headers = np.frombuffer(b"".join(value[:HEADER_BYTES] for value in raw.values()), dtype="<f8")
-        headers = headers.reshape(-1, HEADER_DOUBLES)
-        waited = now - headers[:, 0]
+        headers = record.headers_of(list(raw.values()))
+        waited = now - headers[:, HeaderField.ENQUEUED_AT]
+        expiry = headers[:, HeaderField.EXPIRES_AT]
         ids = [key.decode() for key in raw]
-        lapsed = np.nonzero((waited >= ttl) | (headers[:, 5] <= now))[0]
+        lapsed = np.nonzero((waited >= ttl) | (expiry <= now))[0]
         if len(lapsed):
             await self._sweep([ids[i] for i in lapsed[:SWEEP_BATCH].tolist()], now, ttl)
-        live = np.nonzero((waited < ttl) & (headers[:, 5] > now))[0]
+        live = np.nonzero((waited < ttl) & (expiry > now))[0]
         headers = headers[live]
         values = list(raw.values())
         live_values = [values[i] for i in live.tolist()]
+        players = headers[:, HeaderField.PLAYERS].astype(np.int64)
         pool = Pool(
             [ids[i] for i in live.tolist()],
-            headers[:, 2].astype(np.int64),
-            headers[:, 3].copy(),
-            headers[:, 4].copy(),
+            players,
+            headers[:, HeaderField.MU_SUM].copy(),
+            headers[:, HeaderField.VAR_SUM].copy(),
             waited[live],
-            headers[:, 1].astype(np.int64),
-            _latencies(live_values, headers[:, 2].astype(np.int64), headers[:, 6].astype(np.int64)),
+            headers[:, HeaderField.GROUP].astype(np.int64),
+            _latencies(live_values, players, headers[:, HeaderField.REGIONS].astype(np.int64)),
         )
-        return Waiting(pool, live_values, headers[:, 5].tolist())
+        return Waiting(pool, live_values, headers[:, HeaderField.EXPIRES_AT].tolist())
 
     async def claim(
-        self, waiting: Waiting, claims: Sequence[Claim], now: float, ttl: float
-    ) -> tuple[list[int], bytes]:
+        self, waiting: Waiting, claims: Sequence[Claim], now: float, ttl: float, render: Render
+    ) -> list[tuple[int, str]]:
         """Claim each proposal whose tickets all still wait, unexpired, with equal attributes:
-        the indexes of those claimed, and their JSON joined by commas."""
+        the index and the id of each claimed. `render` writes a proposal's JSON, which is kept
+        here for the lookups of its tickets (the API's shape: this store only keeps it)."""
         ids, sizes = waiting.pool.ids, waiting.pool.size.tolist()
         proposal_ids = new_ids(len(claims), now)
         keys = [self.keys.pool, self.keys.holders]
@@ -308,7 +307,7 @@ class QueueStore:
         if claims:
             key_number(proposal_ids[0])  # KEYS[3]: the proposals' hash (all made this second)
         args: list[str | bytes | int] = [_kept(ttl)]
-        tried, bodies = [], []
+        tried: list[tuple[int, str]] = []
         expires_at, values = waiting.expires_at, waiting.values
         for index, (claim, proposal_id) in enumerate(zip(claims, proposal_ids, strict=True)):
             rows = [row for team in claim.teams for row in team]
@@ -316,43 +315,31 @@ class QueueStore:
                 continue
             # A value's tail: the canonical attributes, the regions, the players' JSON array,
             # a newline between each.
-            tails = [_tail(values[row], sizes[row]) for row in rows]
+            tails = [record.tail(values[row], sizes[row]) for row in rows]
             if any(tail[0] != tails[0][0] for tail in tails):
                 continue  # two attribute sets whose digests collide
-            # Players are identifiers (no escapes needed): a team is its tickets' arrays spliced.
-            players = dict(zip(rows, (tail[2] for tail in tails), strict=True))
-            teams = b",".join(
-                b"[" + b",".join(players[row][1:-1] for row in team) + b"]" for team in claim.teams
-            )
-            ticket_ids = '","'.join(ids[row] for row in rows)
-            body = (
-                f'{{"proposal_id":"{proposal_id}","teams":['.encode()
-                + teams
-                + f'],"ticket_ids":["{ticket_ids}"],"quality":{float(claim.quality)!r},'
-                f'"longest_wait_s":{float(claim.longest_wait)!r},'
-                f'"region":{json.dumps(claim.region)}}}'.encode()
-            )
+            # The players' JSON array holds identifiers (no escapes): cut rather than decoded.
+            players = {
+                row: tail[2][2:-2].decode().split('","') for row, tail in zip(rows, tails, strict=True)
+            }
+            teams = [[name for row in team for name in players[row]] for team in claim.teams]
+            body = render(proposal_id, claim, [ids[row] for row in rows], teams)
             # What a requeue puts back: each ticket's id, its pool value and its hold's expiry.
             kept = b"".join(
-                ids[row].encode()
-                + struct.pack("<I", len(values[row]))
-                + values[row]
-                + _expiry_text(expires_at[row])
-                for row in rows
+                record.kept(ids[row], values[row], repr(expires_at[row]).encode()) for row in rows
             )
             args += [proposal_id, body, kept, len(rows)]
             for row in rows:
-                names = players[row][2:-2].split(b'","')
+                names = players[row]
                 ticket_id = ids[row]
                 held = hold(expires_at[row], ticket_id)
                 args += [ticket_id, key_number(ticket_id), held, len(names), *names]
-            tried.append(index)
-            bodies.append(body)
+            tried.append((index, proposal_id))
         if not tried:
-            return [], b""
-        claimed = await CLAIM(self.redis, keys, args)
+            return []
+        claimed = await run(self.redis, CLAIM, keys, args)
         won = [int(number) - 1 for number in claimed]
-        return [tried[number] for number in won], b",".join(bodies[number] for number in won)
+        return [tried[number] for number in won]
 
     async def proposal(self, proposal_id: str) -> str | None:
         """A claimed proposal's JSON; None if the queue never made it (or forgot it)."""
@@ -375,7 +362,7 @@ class QueueStore:
             if key not in keys:
                 keys.append(key)
             args += [ticket_id, keys.index(key) + 1]
-        outcome = await REQUEUE(self.redis, keys, args)
+        outcome = await run(self.redis, REQUEUE, keys, args)
         if not outcome:
             return None
         return [REQUEUED[int(code)] for code in outcome]
@@ -385,7 +372,7 @@ class QueueStore:
         if not _ID.fullmatch(ticket_id):
             return -1
         keys = [self.keys.pool, self.keys.holders, self.keys.done(ticket_id)]
-        return int(await CANCEL(self.redis, keys, [ticket_id, _kept(ttl)]))
+        return int(await run(self.redis, CANCEL, keys, [ticket_id, _kept(ttl)]))
 
     async def _sweep(self, ids: list[str], now: float, ttl: float) -> int:
         """Take the tickets still waiting past their expiry out of the pool (they then read as
@@ -397,7 +384,7 @@ class QueueStore:
             if key not in keys:
                 keys.append(key)
             args += [ticket_id, keys.index(key) + 1]
-        return int(await EXPIRE(self.redis, keys, args))
+        return int(await run(self.redis, EXPIRE, keys, args))
 
     async def erase_player(self, player: str, pseudonym: str, now: float, ttl: float) -> int:
         """Erasure (app.erasure): cancel every ticket in the pool that names the player
@@ -409,7 +396,7 @@ class QueueStore:
         named = [
             ticket.decode()
             for ticket, value in raw.items()
-            if quoted in _tail(value, int(struct.unpack_from("<d", value, 16)[0]))[2]
+            if quoted in record.tail(value, int(record.field_of(value, HeaderField.PLAYERS)))[2]
         ]
         touched = 0
         for ticket_id in named:
@@ -418,9 +405,11 @@ class QueueStore:
         # the pool was read (the player's next life: it stays).
         held = await self.redis.hget(self.keys.holders, player)
         if held is not None and float(_text(held).partition(" ")[0]) <= now:
-            await FORGET_HOLD(self.redis, [self.keys.holders], [player, held])
+            await run(self.redis, FORGET_HOLD, [self.keys.holders], [player, held])
         async for key in self.redis.scan_iter(match=f"{self.keys.prefix}done:*", count=1000):
-            touched += int(await ERASE_PLAYER(self.redis, [_text(key)], [quoted.decode(), f'"{pseudonym}"']))
+            touched += int(
+                await run(self.redis, ERASE_PLAYER, [_text(key)], [quoted.decode(), f'"{pseudonym}"'])
+            )
         return touched
 
     async def stats(self, now: float, ttl: float) -> tuple[int, int, float]:
@@ -455,18 +444,6 @@ def _party_sums(values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], 
     return total
 
 
-def _tail(value: bytes, players: int) -> list[bytes]:
-    """A pool value's attributes, regions and players' JSON (after the header and doubles)."""
-    regions = int(struct.unpack_from("<d", value, 8 * 6)[0])
-    return value[HEADER_BYTES + 16 * players + 8 * regions :].split(b"\n", 2)
-
-
-def _expiry_text(expires_at: float) -> bytes:
-    """A hold's expiry as written (hold()), prefixed by its length in one byte."""
-    text = repr(expires_at).encode()
-    return bytes([len(text)]) + text
-
-
 def _latencies(values: list[bytes], players: Any, counts: Any) -> Latencies | None:
     """The pool's latency columns, from the values of the tickets that list regions: grouped by
     their list of names (a queue's tickets mostly share a few), so each group is one read."""
@@ -477,8 +454,7 @@ def _latencies(values: list[bytes], players: Any, counts: Any) -> Latencies | No
     sizes, lengths = players.tolist(), counts.tolist()
     for row in located:
         value = values[row]
-        start = HEADER_BYTES + 16 * sizes[row]
-        end = start + 8 * lengths[row]
+        start, end = record.latency_span(value, sizes[row], lengths[row])
         # The tail: attributes, a newline, the region names, a newline, the players.
         names = value[end:].split(b"\n", 2)[1]
         rows, doubles = by_names.setdefault(names, ([], []))

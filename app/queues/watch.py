@@ -9,6 +9,14 @@ published after that read always reaches it (no lost wake-up); an event before t
 seen by the read itself. An event wakes its polls with their tickets' new states, read for
 all of them at once (one match wakes hundreds of polls: two round trips, not one each).
 When the subscription drops, every poll is woken to read again.
+
+On a Redis Cluster the scripts still PUBLISH, not SPUBLISH: a cluster broadcasts a plain
+PUBLISH to every node, so the one pattern subscription, on any node, hears every mode's
+events, and a node that fails costs only a resubscription on another. Sharded pub/sub would
+keep each event on its shard, but SSUBSCRIBE takes no pattern: each process would have to
+follow every mode's channel on the node that owns its slot, and move it at each failover and
+resharding. The broadcast costs each node a copy of every event (ticket ids, 32 bytes each),
+small beside the scripts that publish them.
 """
 
 from __future__ import annotations
@@ -18,9 +26,10 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.asyncio.client import PubSub
+from redis.asyncio.cluster import RedisCluster
 
+from app.infra.redis_client import UNAVAILABLE, RedisClient, closed_under_command
 from app.queues.store import EVENTS_PATTERN, QueueStore, TicketState
 
 log = logging.getLogger(__name__)
@@ -37,13 +46,14 @@ READERS = 32
 class TicketWatch:
     """The process's subscription to the queues' events, and the polls waiting on it."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: RedisClient) -> None:
         self._redis = redis
         self._waiters: dict[str, set[asyncio.Future[TicketState | None]]] = {}
         self._subscribed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.readers = asyncio.Semaphore(READERS)
         self._deliveries: set[asyncio.Task[None]] = set()
+        self._attempts = 0
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._listen(), name="ticket-watch")
@@ -84,8 +94,9 @@ class TicketWatch:
 
     async def _listen(self) -> None:
         while True:
-            pubsub = self._redis.pubsub()
+            pubsub: PubSub | None = None
             try:
+                pubsub = await self._pubsub()
                 await pubsub.psubscribe(EVENTS_PATTERN)
                 # The confirmation: from here on every event published reaches us.
                 while (await pubsub.get_message(timeout=5.0)) is None:
@@ -95,14 +106,29 @@ class TicketWatch:
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
                     if message is not None and message["type"] == "pmessage":
                         self._wake(message["channel"], message["data"])
-            except (RedisError, OSError) as exc:
+            except Exception as exc:
+                if not isinstance(exc, UNAVAILABLE) and not closed_under_command(exc):
+                    raise
                 log.warning("queue events subscription lost (%s); subscribing again", exc)
             finally:
                 self._subscribed.clear()
                 self._wake_all()
-                with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                if pubsub is not None:
+                    with contextlib.suppress(*UNAVAILABLE, AttributeError):
+                        await pubsub.aclose()  # type: ignore[no-untyped-call]
             await asyncio.sleep(RETRY_SECONDS)
+
+    async def _pubsub(self) -> PubSub:
+        """A subscription on the server, or on a cluster node: each attempt after a drop tries the
+        next node the client knows (masters and replicas alike all hear a PUBLISH)."""
+        if not isinstance(self._redis, RedisCluster):
+            return self._redis.pubsub()
+        nodes = self._redis.get_nodes()
+        if not nodes:  # the client learns the cluster's nodes on its first command
+            await self._redis.initialize()
+            nodes = self._redis.get_nodes()
+        self._attempts += 1
+        return self._redis.pubsub(node=nodes[self._attempts % len(nodes)])
 
     def _wake(self, channel: bytes, data: bytes) -> None:
         if not self._waiters:
@@ -122,7 +148,9 @@ class TicketWatch:
         try:
             async with self.readers:
                 states = await QueueStore(self._redis, mode).finished(ticket_ids)
-        except (RedisError, OSError) as exc:
+        except Exception as exc:
+            if not isinstance(exc, UNAVAILABLE) and not closed_under_command(exc):
+                raise
             log.warning("reading finished tickets failed (%s); their polls read again", exc)
         for ticket_id, state in zip(ticket_ids, states, strict=True):
             for future in self._waiters.get(ticket_id, ()):

@@ -9,11 +9,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import NotFound
+from app.infra.redis_client import UNAVAILABLE, RedisClient
 from app.jobs import service as jobs
 from app.leaderboards import service as leaderboards
 from app.modes import service as modes
@@ -27,16 +26,16 @@ RECENT_MATCHES = 20
 QUEUE_TIMEOUT_S = 1.0
 
 
-async def _queue(session: AsyncSession, redis: Redis, mode: str) -> QueueStats | None:
+async def _queue(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStats | None:
     """The mode's queue figures; None when Redis does not answer in time."""
     try:
         async with asyncio.timeout(QUEUE_TIMEOUT_S):
             return await queues.stats(session, redis, mode)
-    except (RedisError, OSError, TimeoutError):
+    except UNAVAILABLE:  # TimeoutError is an OSError
         return None
 
 
-async def modes_page(session: AsyncSession, redis: Redis) -> dict[str, Any]:
+async def modes_page(session: AsyncSession, redis: RedisClient) -> dict[str, Any]:
     sizes = await leaderboards.sizes(session)
     rows = [
         {
@@ -50,7 +49,7 @@ async def modes_page(session: AsyncSession, redis: Redis) -> dict[str, Any]:
 
 
 async def leaderboard_page(
-    session: AsyncSession, redis: Redis, mode: str, cursor: str | None
+    session: AsyncSession, redis: RedisClient, mode: str, cursor: str | None
 ) -> dict[str, Any]:
     found = await modes.get_mode(session, mode)
     page = await leaderboards.leaderboard(session, mode, LEADERBOARD_PAGE, cursor)

@@ -10,8 +10,8 @@ from redis.asyncio.connection import Connection, UnixDomainSocketConnection
 from redis.exceptions import DataError
 
 from app.config import Settings
+from app.infra.redis_client import build_redis
 from app.infra.redis_packing import HiredisConnection, HiredisUnixConnection, pack_with_hiredis
-from app.main import build_redis
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
@@ -14,3 +15,8 @@ async def make_mode(client: httpx.AsyncClient, headers: dict[str, str], **params
     response = await client.put(f"/v1/modes/{name}", json=params, headers=headers)
     assert response.status_code == 200, response.text
     return name
+
+
+def render(proposal_id: str, claim: object, ticket_ids: list[str], teams: list[list[str]]) -> bytes:
+    """A proposal's JSON for QueueStore.claim (the service writes ProposalOut's)."""
+    return json.dumps({"proposal_id": proposal_id, "teams": teams, "ticket_ids": ticket_ids}).encode()

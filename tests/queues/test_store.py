@@ -19,6 +19,7 @@ from app.queues.store import (
     hold,
     new_ids,
 )
+from tests.queues.helpers import render
 
 
 async def test_pool_records_and_ratings_round_trip_exactly(redis_url: str) -> None:
@@ -80,7 +81,7 @@ async def test_a_claim_never_takes_a_ticket_whose_hold_another_ticket_took_over(
         newer = NewTicket(new_ids(1, later)[0], ["to-1"], [(25.0, 8.0)], "{}")
         assert await store.enqueue([newer], later, 10.0) == [0]
         # Claimed as if at a time the old tickets were still live: only the holds can tell.
-        assert await store.claim(waiting, [Claim([[0], [1]], 0.5, 1.0)], start + 5.0, 10.0) == ([], b"")
+        assert await store.claim(waiting, [Claim([[0], [1]], 0.5, 1.0)], start + 5.0, 10.0, render) == []
         assert (await store.ticket(newer.ticket_id, later)) == TicketState("queued", None)
         assert await redis.hget(store.keys.holders, "to-1") == hold(later + 10.0, newer.ticket_id).encode()
         # The new ticket, read afresh, is claimable: its holds are its own.
@@ -88,11 +89,15 @@ async def test_a_claim_never_takes_a_ticket_whose_hold_another_ticket_took_over(
         assert await store.enqueue([again], later, 10.0) == [0]
         fresh = await store.waiting(later + 1.0, 10.0)
         rows = {ticket_id: row for row, ticket_id in enumerate(fresh.pool.ids)}
-        won, body = await store.claim(
-            fresh, [Claim([[rows[newer.ticket_id]], [rows[again.ticket_id]]], 0.5, 1.0)], later + 1.0, 10.0
+        won = await store.claim(
+            fresh,
+            [Claim([[rows[newer.ticket_id]], [rows[again.ticket_id]]], 0.5, 1.0)],
+            later + 1.0,
+            10.0,
+            render,
         )
-        assert won == [0]
-        assert json.loads(body)["teams"] == [["to-1"], ["to-3"]]
+        assert [index for index, _ in won] == [0]
+        assert json.loads(await store.proposal(won[0][1]) or "")["teams"] == [["to-1"], ["to-3"]]
     finally:
         await redis.aclose()
 
@@ -109,11 +114,11 @@ async def test_finished_tickets_read_from_the_done_hash_of_their_ids_minute(redi
         assert await store.enqueue(tickets, now, 600.0) == [0, 0, 0]
         waiting = await store.waiting(now, 600.0)
         rows = {ticket_id: row for row, ticket_id in enumerate(waiting.pool.ids)}
-        won, body = await store.claim(
-            waiting, [Claim([[rows[ids[0]]], [rows[ids[1]]]], 0.5, 0.0)], now, 600.0
+        won = await store.claim(
+            waiting, [Claim([[rows[ids[0]]], [rows[ids[1]]]], 0.5, 0.0)], now, 600.0, render
         )
-        assert won == [0]
-        proposal = json.loads(body)
+        assert [index for index, _ in won] == [0]
+        proposal = json.loads(await store.proposal(won[0][1]) or "")
         assert proposal["ticket_ids"] == ids[:2]
         done = store.keys.done(ids[0])
         assert (
@@ -123,7 +128,7 @@ async def test_finished_tickets_read_from_the_done_hash_of_their_ids_minute(redi
         )
         assert await redis.hget(done, ids[1]) == f"matched {proposal['proposal_id']}".encode()
         assert json.loads(await redis.hget(done, proposal["proposal_id"])) == proposal
-        assert await store.ticket(ids[0], now) == TicketState("matched", body.decode())
+        assert await store.ticket(ids[0], now) == TicketState("matched", json.dumps(proposal))
         assert 600 + RETENTION_SECONDS - 5 <= await redis.ttl(done) <= 600 + RETENTION_SECONDS
         # A later write with a shorter TTL leaves the hash's life as long as it was.
         assert await store.cancel(ids[2], 1.0) == 1
@@ -132,5 +137,26 @@ async def test_finished_tickets_read_from_the_done_hash_of_their_ids_minute(redi
         # Ids not of the queue's making are simply unknown.
         assert await store.ticket("not-a-ticket", now) is None
         assert await store.cancel("ZZ" * 16, 1.0) == -1
+    finally:
+        await redis.aclose()
+
+
+async def test_a_script_run_again_with_the_same_arguments_changes_nothing(redis_url: str) -> None:
+    """redis-py resends a command whose connection dropped, maybe after it ran (and on a cluster
+    the promoted replica may hold that first run): a ticket queued twice is queued once, and
+    never put back in the pool once matched."""
+    redis = Redis.from_url(redis_url)
+    try:
+        store = QueueStore(redis, f"again-{random.getrandbits(32):08x}")
+        now = time.time()
+        tickets = [NewTicket(i, [f"ag-{n}"], [(25.0, 8.0)], "{}") for n, i in enumerate(new_ids(2, now))]
+        assert await store.enqueue(tickets, now, 60.0) == [0, 0]
+        assert await store.enqueue(tickets, now, 60.0) == [0, 0]
+        waiting = await store.waiting(now, 60.0)
+        assert sorted(waiting.pool.ids) == sorted(t.ticket_id for t in tickets)
+        assert len(await store.claim(waiting, [Claim([[0], [1]], 0.5, 0.0)], now, 60.0, render)) == 1
+        assert await store.enqueue(tickets, now, 60.0) == [0, 0]
+        assert len((await store.waiting(now, 60.0)).pool) == 0
+        assert (await store.ticket(tickets[0].ticket_id, now)).status == "matched"  # type: ignore[union-attr]
     finally:
         await redis.aclose()

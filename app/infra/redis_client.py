@@ -1,0 +1,103 @@
+"""The one place that builds Redis clients from REDIS_URL: a single server or a Redis Cluster.
+
+REDIS_URL=redis://…, rediss://… or unix://… gives redis-py's asyncio `Redis`;
+redis+cluster://h1:p1,h2:p2 (rediss+cluster:// with TLS) gives its `RedisCluster`, which
+discovers the whole cluster from any seed, follows MOVED/ASK and refreshes its slot map after
+a failover. The queue's keys carry the hash tag {mode} (app/queues/store.py), so every script
+and multi-key command of a mode lands on one slot; the rest of the service speaks to Redis
+only through the queue.
+
+Packing with hiredis (app/infra/redis_packing.py) applies to the single-server client only:
+RedisCluster builds each node's connections itself from a fixed connection class, with no
+public hook to swap it, and patching the nodes it discovers at run time would be touching
+more internals than the packing saves.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+from redis import Redis as SyncRedis
+from redis import RedisCluster as SyncRedisCluster
+from redis.asyncio import Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.cluster import ClusterNode as SyncClusterNode
+from redis.exceptions import RedisClusterException, RedisError
+
+from app.config import Settings, cluster_url
+from app.infra.redis_packing import pack_with_hiredis
+
+# What the queue, long-polls and metrics take: either client answers the same commands.
+RedisClient: TypeAlias = Redis | RedisCluster
+
+# What a Redis outage raises: redis-py's errors (ConnectionError, TimeoutError, and on a cluster
+# ClusterDownError, TryAgainError, MovedError past its redirections), plus the cluster client's
+# RedisClusterException, which is no RedisError: SlotNotCoveredError while a failed master's
+# slots have no owner yet, "cannot be connected" while no seed answers.
+UNAVAILABLE: tuple[type[Exception], ...] = (RedisError, RedisClusterException, OSError)
+
+
+def closed_under_command(exc: BaseException) -> bool:
+    """Whether `exc` is a command's connection closed under it by redis-py itself: the cluster
+    client closes every connection of a node it drops from its slot map (a failed master),
+    those in use by other commands included, and such a command then fails inside redis-py with
+    AttributeError ('NoneType' object has no attribute 'writelines') rather than
+    ConnectionError (redis-py 8.1). Told apart from our own bugs by where it was raised."""
+    if not isinstance(exc, AttributeError):
+        return False
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and str(frame.tb_frame.f_globals.get("__name__", "")).startswith("redis.")
+
+
+def build_redis(settings: Settings, url: str) -> RedisClient:
+    """The service's client for `url`."""
+    timeout = settings.redis_timeout_s
+    cluster = cluster_url(url)
+    if cluster is None:
+        return pack_with_hiredis(
+            Redis.from_url(
+                url, socket_timeout=timeout, socket_connect_timeout=timeout, health_check_interval=30
+            )
+        )
+    return RedisCluster(
+        startup_nodes=[ClusterNode(host, port) for host, port in cluster.seeds],
+        ssl=cluster.tls,
+        username=cluster.username,
+        password=cluster.password,
+        # With cluster-require-full-coverage no (README), the slots of a master that is down
+        # fail alone: the client must not refuse the whole cluster for them.
+        require_full_coverage=False,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        health_check_interval=30,
+    )
+
+
+def ping(url: str, timeout: float) -> None:
+    """PING the server (or one node of the cluster) with a blocking client; raises RedisError
+    or OSError when it does not answer (the CLI's wait for Redis at start)."""
+    cluster = cluster_url(url)
+    if cluster is None:
+        with SyncRedis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout) as client:
+            client.ping()
+        return
+    nodes = [SyncClusterNode(host, port) for host, port in cluster.seeds]  # type: ignore[no-untyped-call]
+    client = SyncRedisCluster(
+        startup_nodes=nodes,
+        ssl=cluster.tls,
+        username=cluster.username,
+        password=cluster.password,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        require_full_coverage=False,
+    )
+    try:
+        client.ping(target_nodes=SyncRedisCluster.RANDOM)
+    finally:
+        client.close()
+
+
+def is_cluster(redis: RedisClient) -> bool:
+    return isinstance(redis, RedisCluster)

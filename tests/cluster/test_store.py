@@ -1,0 +1,67 @@
+"""The queue's store, scripts and long-poll subscription on a real Redis Cluster, in process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+
+from app.config import Settings
+from app.infra.redis_client import build_redis
+from app.queues.store import Claim, NewTicket, QueueStore, new_ids
+from app.queues.watch import TicketWatch
+from tests.queues.helpers import render
+from tests.redis_cluster import Cluster
+
+
+def _ticket(n: int) -> NewTicket:
+    return NewTicket(new_ids(1, time.time())[0], [f"p{n}"], [(25.0, 8.0)], "{}")
+
+
+async def test_every_queue_script_runs_on_its_modes_slot_and_events_reach_a_subscriber(
+    cluster: Cluster,
+) -> None:
+    redis = build_redis(Settings(redis_url=cluster.url), cluster.url)
+    watch = TicketWatch(redis)
+    watch.start()
+    try:
+        assert await watch.subscribed(10.0)
+        # Modes on every master: each script touches several keys of its mode (pool, holders,
+        # done hashes), which a cluster refuses (CROSSSLOT) unless they share one slot.
+        modes: dict[int, str] = {}
+        while len(modes) < len(cluster.masters()):
+            mode = f"s-{secrets.token_hex(3)}"
+            modes.setdefault(cluster.owner(QueueStore(redis, mode).keys.pool), mode)
+        for mode in modes.values():
+            store = QueueStore(redis, mode)
+            now = time.time()
+            tickets = [_ticket(n) for n in range(4)]
+            assert await store.enqueue(tickets, now, 60.0) == [0, 0, 0, 0]
+            waiting = await store.waiting(now, 60.0)
+            first, second = (
+                waiting.pool.ids.index(tickets[0].ticket_id),
+                waiting.pool.ids.index(tickets[1].ticket_id),
+            )
+            with watch.watching(tickets[0].ticket_id) as woken:
+                claimed = await store.claim(
+                    waiting, [Claim([[first], [second]], 0.5, 0.0)], now, 60.0, render
+                )
+                assert [index for index, _ in claimed] == [0]
+                state = await asyncio.wait_for(woken, 10.0)
+            assert state is not None and state.status == "matched" and state.match is not None
+            proposal = json.loads(state.match)["proposal_id"]
+            assert proposal == claimed[0][1]
+            assert await store.requeue(proposal, [t.ticket_id for t in tickets[:2]], [], now, 60.0) == [
+                "queued",
+                "queued",
+            ]
+            assert await store.cancel(tickets[2].ticket_id, 60.0) == 1
+            expired = await store.waiting(now + 61.0, 60.0)  # sweeps the rest out as expired
+            assert len(expired.pool) == 0
+            assert (await store.ticket(tickets[3].ticket_id, now + 61.0)).status == "expired"  # type: ignore[union-attr]
+            assert (await store.ticket(tickets[2].ticket_id, now)).status == "cancelled"  # type: ignore[union-attr]
+        assert len({cluster.owner(QueueStore(redis, m).keys.pool) for m in modes.values()}) == 3
+    finally:
+        await watch.stop()
+        await redis.aclose()
