@@ -13,8 +13,10 @@ PostgreSQL and Redis under a temp DATA_DIR), then measures:
    TOAST and indexes) of each table over its rows: as written, and after VACUUM FULL.
 2. WAL per match on the service's own write path: MATCHES_HTTP 2v2 `POST /v1/matches` over
    HTTP (16 keep-alive connections), with pg_current_wal_lsn() and pg_stat_wal read around
-   them; twice, the first right after a CHECKPOINT (every touched page's first change logs
-   a full-page image), the second straight after it (most pages already logged). The
+   them; four rounds: right after a CHECKPOINT (every touched page's first change logs a
+   full-page image), straight after it (fewer pages not yet logged), with full_page_writes
+   off (the records alone: the steady state once images amortise), and right after a
+   CHECKPOINT with wal_compression on. The
    tables' growth over those matches is printed too, and the most client connections the
    service held meanwhile (pg_stat_activity).
 3. Leaderboard reads/s under wrk (16 connections): the top-100 page, and a random player's
@@ -178,9 +180,19 @@ async def post_matches(served: Served, players: list[str], count: int, rng: rand
 
 
 def wal_round(
-    served: Served, players: list[str], count: int, rng: random.Random, checkpoint: bool
+    served: Served,
+    players: list[str],
+    count: int,
+    rng: random.Random,
+    checkpoint: bool,
+    setting: str | None = None,
 ) -> dict[str, float]:
+    """WAL of COUNT matches posted over HTTP; `setting` (e.g. "full_page_writes = off") holds
+    for this round only."""
     with psycopg.connect(served.database_url, autocommit=True) as conn:
+        if setting:
+            conn.execute(f"ALTER SYSTEM SET {setting}")
+            conn.execute("SELECT pg_reload_conf()")
         if checkpoint:
             conn.execute("CHECKPOINT")
         before_sizes = sizes(conn)
@@ -194,6 +206,9 @@ def wal_round(
         wal = conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", (lsn,)).fetchone()[0]  # type: ignore[index]
         after = conn.execute("SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal").fetchone()
         after_sizes = sizes(conn)
+        if setting:
+            conn.execute(f"ALTER SYSTEM RESET {setting.split()[0]}")
+            conn.execute("SELECT pg_reload_conf()")
     assert stat is not None and after is not None
     grown = sum(
         after_sizes[t][1] - before_sizes[t][1] for t in ("matches", "match_players", "leaderboard_deltas")
@@ -262,10 +277,13 @@ end
 """
 
 
-def read_rate(served: Served, players: list[str], rank: bool, seconds: int) -> float:
-    """Leaderboard reads/s under wrk (16 connections): the top-100 page, or a random player's rank."""
+def read_rate(served: Served, rank: bool, seconds: int) -> float:
+    """Leaderboard reads/s under wrk (16 connections): the top-100 page, or a random rated
+    player's rank."""
+    with psycopg.connect(served.database_url) as conn:
+        rated = conn.execute("SELECT player_id FROM ratings WHERE mode = %s LIMIT 1000", (MODE,)).fetchall()
     lua = served.workdir / "reads.lua"
-    sample = ",".join(f'"{p}"' for p in players[:1000])
+    sample = ",".join(f'"{row[0]}"' for row in rated)
     lua.write_text(
         READS_LUA % {"players": sample, "key": served.key, "mode": MODE, "rank": str(rank).lower()}
     )
@@ -356,6 +374,11 @@ def main() -> None:
 
         cold = wal_round(served, players, args.http_matches, rng, checkpoint=True)
         warm = wal_round(served, players, args.http_matches, rng, checkpoint=False)
+        # Full-page images are once per page per checkpoint: at a high rate they amortise
+        # towards zero, leaving the records themselves (third round); wal_compression shrinks
+        # the images that remain (fourth).
+        floor = wal_round(served, players, args.http_matches, rng, True, "full_page_writes = off")
+        compressed = wal_round(served, players, args.http_matches, rng, True, "wal_compression = on")
         print(
             f"\nWAL per 2v2 POST /v1/matches ({args.http_matches:,} matches a round, "
             "16 connections, 2 workers)\n"
@@ -365,7 +388,12 @@ def main() -> None:
             "| table growth per match, B | peak client connections |"
         )
         print("|---|---|---|---|---|---|---|")
-        for label, r in (("right after CHECKPOINT", cold), ("straight after", warm)):
+        for label, r in (
+            ("right after CHECKPOINT", cold),
+            ("straight after", warm),
+            ("full_page_writes = off (the records alone)", floor),
+            ("right after CHECKPOINT, wal_compression = on", compressed),
+        ):
             print(
                 f"| {label} | {r['rate']:.0f} | {r['wal_per_match']:.0f} | {r['records_per_match']:.1f} "
                 f"| {r['fpi_per_match']:.2f} | {r['growth_per_match']:.0f} | {r['connections']} |"
@@ -375,8 +403,8 @@ def main() -> None:
             f"(SQLAlchemy pool_size, plus as many overflow): at most {2 * settings.db_pool_size} per worker"
         )
 
-        top = read_rate(served, players, rank=False, seconds=args.read_seconds)
-        around = read_rate(served, players, rank=True, seconds=args.read_seconds)
+        top = read_rate(served, rank=False, seconds=args.read_seconds)
+        around = read_rate(served, rank=True, seconds=args.read_seconds)
         print(
             f"\nLeaderboard reads under wrk (16 connections, {args.read_seconds} s, 2 workers, "
             f"{args.players:,} players)\n"
