@@ -17,8 +17,8 @@ from app.auth.keys import Scope
 from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
 from app.config import Settings
-from app.matches.group_commit import GroupCommit
 from app.errors import TooManyRequests, Unauthorized
+from app.matches.group_commit import GroupCommit
 from app.queues.watch import TicketWatch
 
 

@@ -51,7 +51,9 @@ async def post_matches_batch(body: BatchIn, request: Request, res: ResourcesDep,
     request, and a database failure is a 503; then nothing of it is applied."""
     items = [_item(raw) for raw in body.matches]
     outcomes = await service.record_group(res.engine, res.sessions, items)
-    results = [_result(raw, outcome, request.url.path) for raw, outcome in zip(body.matches, outcomes, strict=True)]
+    results = [
+        _result(raw, outcome, request.url.path) for raw, outcome in zip(body.matches, outcomes, strict=True)
+    ]
     return Response(batch_json(BatchOut(results=results)), media_type=JSON)
 
 

@@ -98,6 +98,9 @@ def _unreachable(error: Exception) -> bool:
         if error.connection_invalidated:
             return True
         error = error.orig  # type: ignore[assignment]
-    if isinstance(error, (psycopg.errors.QueryCanceled, psycopg.errors.TransactionRollbackError)):
+    if isinstance(
+        error,
+        (psycopg.errors.QueryCanceled, psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected),
+    ):
         return False
     return isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError))

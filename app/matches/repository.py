@@ -39,7 +39,8 @@ _CLAIM = f"""
     WITH guard AS (
         SELECT count(*) FROM (
             SELECT {shared_lock("g.mode")}
-            FROM (SELECT DISTINCT mode FROM unnest(CAST(%(modes)s AS varchar[])) AS g(mode) ORDER BY mode) AS g
+            FROM (SELECT DISTINCT mode FROM unnest(CAST(%(modes)s AS varchar[])) AS u(mode) ORDER BY mode)
+                 AS g
         ) AS locks
     ), claimed AS (
         INSERT INTO matches (match_id, mode, played_at, body_hash, quality, response)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-
 from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SkipValidation, field_validator

@@ -54,7 +54,9 @@ class Recorded:
 Outcome = Recorded | AppError
 
 
-def rated_match_out(match_id: str, mode: str, played_at: dt.datetime, rated: RatedMatch, k: float) -> MatchOut:
+def rated_match_out(
+    match_id: str, mode: str, played_at: dt.datetime, rated: RatedMatch, k: float
+) -> MatchOut:
     """The response of a newly rated match (what POST answers and the row stores)."""
     return MatchOut(
         match_id=match_id,
@@ -118,7 +120,9 @@ class _Prepared:
     def claim(self) -> Claim:
         ids = [p.id for team in self.match.teams for p in team.players]
         env = self.rules.env
-        return Claim(self.match.match_id, self.rules.name, self.played_at, self.fingerprint, ids, (env.mu, env.sigma))
+        return Claim(
+            self.match.match_id, self.rules.name, self.played_at, self.fingerprint, ids, (env.mu, env.sigma)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +289,9 @@ def _outcomes(
     return outcomes, group, refused
 
 
-async def _apply(conn: AsyncConnection[Any], prepared: Sequence[_Prepared | AppError]) -> tuple[list[Outcome], _Group]:
+async def _apply(
+    conn: AsyncConnection[Any], prepared: Sequence[_Prepared | AppError]
+) -> tuple[list[Outcome], _Group]:
     """Claim, rate and write a group in the caller's transaction. A match the engine refuses
     after its id was claimed undoes the claims and the group is claimed again without it
     (rare: a tie in a mode without draws), so nothing of it is written and a later post of
