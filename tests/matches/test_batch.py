@@ -22,7 +22,9 @@ def match(match_id: str, mode: str, *teams: list[str], ranks: list[float] | None
     }
 
 
-async def post_batch(client: httpx.AsyncClient, headers: dict[str, str], items: list[Any]) -> list[dict[str, Any]]:
+async def post_batch(
+    client: httpx.AsyncClient, headers: dict[str, str], items: list[Any]
+) -> list[dict[str, Any]]:
     response = await client.post("/v1/matches/batch", json={"matches": items}, headers=headers)
     assert response.status_code == 200, response.text
     results: list[dict[str, Any]] = response.json()["results"]
@@ -98,7 +100,11 @@ async def test_a_repeated_id_counts_as_posted_after_the_first(
     # A 422 first leaves the id free: the next item with it is the first post.
     bad = {**first, "match_id": f"{mode}-y", "teams": first["teams"][:1]}
     good = {**first, "match_id": f"{mode}-y"}
-    assert [r["status"] for r in await post_batch(client, admin_headers, [bad, good, good])] == [422, 201, 200]
+    assert [r["status"] for r in await post_batch(client, admin_headers, [bad, good, good])] == [
+        422,
+        201,
+        200,
+    ]
 
 
 async def test_a_tie_the_mode_cannot_rate_fails_alone_and_frees_its_id(
