@@ -108,9 +108,7 @@ async def test_concurrent_http_posts_each_get_their_own_answer(
 def chain_breaks(history: list[dict[str, Any]]) -> list[str]:
     """Listed newest first: each match's `before` must be the next older one's `after`."""
     return [
-        newer["match_id"]
-        for newer, older in itertools.pairwise(history)
-        if newer["before"] != older["after"]
+        newer["match_id"] for newer, older in itertools.pairwise(history) if newer["before"] != older["after"]
     ]
 
 
