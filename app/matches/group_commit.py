@@ -72,8 +72,13 @@ class GroupCommit:
             if len(group) > 1 and not _unreachable(exc):
                 await asyncio.gather(*(self._commit([pending]) for pending in group))
                 return
-            _settle(group[0][1], exc)
+            for _, future in group:
+                _settle(future, exc)
             return
+        except BaseException as exc:  # cancelled (shutdown): no post may wait forever
+            for _, future in group:
+                _settle(future, exc)
+            raise
         for (_, future), outcome in zip(group, outcomes, strict=True):
             if not future.done():
                 future.set_result(outcome)

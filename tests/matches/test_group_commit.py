@@ -164,3 +164,19 @@ async def test_16_clients_over_shared_players_leave_unbroken_histories(live_serv
             assert rating["matches"] == len(history) > 0
             assert history[0]["after"] == rating["rating"]
             assert history[-1]["before"]["mu"] == 25.0
+
+
+async def test_an_unreachable_database_fails_every_post_of_the_group(app: FastAPI, mode: str) -> None:
+    from app.db.engine import build_engine, build_sessionmaker
+
+    resources = app.state.resources
+    engine = build_engine(resources.settings, "postgresql://postgres@127.0.0.1:1/nowhere")
+    queue = GroupCommit(engine, build_sessionmaker(engine))
+    matches = [one_v_one(f"{mode}-u{n}", mode, f"u{n}", f"v{n}") for n in range(6)]
+    try:
+        async with asyncio.timeout(120):  # a post left waiting would hang here
+            outcomes = await asyncio.gather(*(queue.record(m) for m in matches), return_exceptions=True)
+    finally:
+        await queue.close()
+        await engine.dispose()
+    assert all(isinstance(o, Exception) and not isinstance(o, AppError) for o in outcomes), outcomes
