@@ -50,7 +50,10 @@ PLAYERS = 100_000
 
 WRK_SCRIPT = r"""
 local counter = 0
-local prefix = tostring(math.random(1, 1e9))
+-- Unique per wrk run (%(run)s) and thread (setup numbers them): ids are never reposted.
+local made = 0
+function setup(thread) made = made + 1; thread:set("tid", made) end
+local function prefix() return "%(run)s-" .. tostring(tid) end
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %(key)s"
@@ -63,7 +66,7 @@ request = function()
   end
   local body = string.format(
     '{"match_id":"w%%s-%%d","teams":[{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":1},' ..
-    '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix, counter, ids[1], ids[2], ids[3], ids[4])
+    '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix(), counter, ids[1], ids[2], ids[3], ids[4])
   return wrk.format(nil, "/v1/matches", nil, body)
 end
 """
@@ -71,7 +74,10 @@ end
 # N new 2v2 matches per request, as one POST /v1/matches/batch.
 WRK_BATCH_SCRIPT = r"""
 local counter = 0
-local prefix = tostring(math.random(1, 1e9))
+-- Unique per wrk run (%(run)s) and thread (setup numbers them): ids are never reposted.
+local made = 0
+function setup(thread) made = made + 1; thread:set("tid", made) end
+local function prefix() return "%(run)s-" .. tostring(tid) end
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %(key)s"
@@ -84,7 +90,7 @@ local function one()
   end
   return string.format(
     '{"match_id":"w%%s-%%d","teams":[{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":1},' ..
-    '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix, counter, ids[1], ids[2], ids[3], ids[4])
+    '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix(), counter, ids[1], ids[2], ids[3], ids[4])
 end
 request = function()
   local items = {}
@@ -165,7 +171,7 @@ def run_pgbench(socket_dir: str, seconds: int, clients: int, workdir: Path) -> d
             "-c",
             str(clients),
             "-j",
-            "2",
+            str(min(2, clients)),
             "-T",
             str(seconds),
             "-f",
@@ -237,18 +243,23 @@ def main() -> None:
         seed(database)
         lua = served.workdir / "post.lua"
         script = WRK_BATCH_SCRIPT if args.batch else WRK_SCRIPT
-        lua.write_text(script % {"key": served.key, "players": PLAYERS, "batch": args.batch})
+
+        def render(run: str) -> None:
+            lua.write_text(script % {"key": served.key, "players": PLAYERS, "batch": args.batch, "run": run})
+
         for connections in levels:
+            render(f"warm{connections}")
             subprocess.run(
-                ["wrk", "-t2", f"-c{connections}", "-d3s", "-s", str(lua), served.base],
+                ["wrk", f"-t{min(2, connections)}", f"-c{connections}", "-d3s", "-s", str(lua), served.base],
                 capture_output=True,
                 check=True,
             )  # warm-up
+            render(f"run{connections}")
             before = applied(database)
             wrk = subprocess.run(
                 [
-                    "wrk", "-t2", f"-c{connections}", f"-d{args.seconds}s", "--latency", "-s", str(lua),
-                    served.base,
+                    "wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{args.seconds}s", "--latency",
+                    "--timeout", "60s", "-s", str(lua), served.base,
                 ],
                 capture_output=True,
                 text=True,

@@ -39,23 +39,21 @@ _CLAIM = f"""
     WITH guard AS (
         SELECT count(*) FROM (
             SELECT {shared_lock("g.mode")}
-            FROM (SELECT DISTINCT mode FROM unnest(CAST(%(modes)s AS varchar[])) AS u(mode) ORDER BY mode)
-                 AS g
+            FROM (SELECT DISTINCT mode FROM jsonb_to_recordset(CAST(%(claims)s AS jsonb)) AS u(mode varchar)
+                  ORDER BY mode) AS g
         ) AS locks
     ), claimed AS (
         INSERT INTO matches (match_id, mode, played_at, body_hash, quality, response)
         SELECT c.match_id, c.mode, c.played_at, c.body_hash, 0, '{{}}'::jsonb
-        FROM unnest(CAST(%(match_ids)s AS varchar[]), CAST(%(modes)s AS varchar[]),
-                    CAST(%(played_at)s AS timestamptz[]), CAST(%(body_hashes)s AS varchar[]))
-             AS c(match_id, mode, played_at, body_hash), guard
+        FROM jsonb_to_recordset(CAST(%(claims)s AS jsonb))
+             AS c(match_id varchar, mode varchar, played_at timestamptz, body_hash varchar), guard
         ORDER BY c.match_id
         ON CONFLICT (match_id) DO NOTHING
         RETURNING match_id, id
     ), wanted AS (
         SELECT DISTINCT w.mode, w.player_id, w.mu, w.sigma
-        FROM unnest(CAST(%(p_match_ids)s AS varchar[]), CAST(%(p_modes)s AS varchar[]),
-                    CAST(%(p_ids)s AS varchar[]), CAST(%(p_mu)s AS float8[]), CAST(%(p_sigma)s AS float8[]))
-             AS w(match_id, mode, player_id, mu, sigma)
+        FROM jsonb_to_recordset(CAST(%(players)s AS jsonb))
+             AS w(match_id varchar, mode varchar, player_id varchar, mu float8, sigma float8)
         JOIN claimed USING (match_id)
     ), new_players AS (
         INSERT INTO players (id)
@@ -84,7 +82,7 @@ _TAKEN = """
 _LOCK = """
     SELECT r.mode, r.player_id, r.mu, r.sigma FROM ratings r
     WHERE (r.mode, r.player_id) IN (
-        SELECT * FROM unnest(CAST(%(modes)s AS varchar[]), CAST(%(ids)s AS varchar[])))
+        SELECT * FROM jsonb_to_recordset(CAST(%(pairs)s AS jsonb)) AS k(mode varchar, player_id varchar))
     ORDER BY r.mode, r.player_id
     FOR UPDATE OF r
 """
@@ -95,10 +93,10 @@ _SEQUENCE = "SELECT nextval('match_applied_seq') FROM generate_series(1, %(n)s)"
 
 _STORED = text("SELECT body_hash, played_at, response, void FROM matches WHERE match_id = :match_id")
 
-# Ratings and participants arrive as JSON arrays (one parameter each, expanded by
-# PostgreSQL) rather than many arrays, each of which psycopg would convert element by
-# element in Python. A player in several matches of the group has one ratings row: the last
-# rating and the summed counters.
+# Every list arrives as one JSON array (one parameter, expanded by PostgreSQL) rather than
+# as arrays, which psycopg would convert element by element in Python (a group's responses
+# alone took longer to quote than to rate). A player in several matches of the group has
+# one ratings row: the last rating and the summed counters.
 _APPLY = """
     WITH v AS (
         SELECT * FROM jsonb_to_recordset(CAST(%(ratings)s AS jsonb)) AS v(
@@ -123,8 +121,8 @@ _APPLY = """
     )
     UPDATE matches AS m
     SET quality = u.quality, response = u.response, applied_seq = u.seq
-    FROM unnest(CAST(%(pks)s AS bigint[]), CAST(%(qualities)s AS float8[]),
-                CAST(%(responses)s AS jsonb[]), CAST(%(seqs)s AS bigint[])) AS u(pk, quality, response, seq)
+    FROM jsonb_to_recordset(CAST(%(matches)s AS jsonb))
+         AS u(pk bigint, quality float8, response jsonb, seq bigint)
     WHERE m.id = u.pk
 """
 
@@ -187,22 +185,31 @@ async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim]) -> Claimed:
     and lock the players' ratings of all of them."""
     ordered = sorted(claims, key=lambda c: c.match_id)
     pairs = sorted({(c.mode, p) for c in claims for p in c.player_ids})
-    params = {
-        "match_ids": [c.match_id for c in ordered],
-        "modes": [c.mode for c in ordered],
-        "played_at": [c.played_at for c in ordered],
-        "body_hashes": [c.body_hash for c in ordered],
-        "p_match_ids": [c.match_id for c in ordered for _ in c.player_ids],
-        "p_modes": [c.mode for c in ordered for _ in c.player_ids],
-        "p_ids": [p for c in ordered for p in c.player_ids],
-        "p_mu": [c.prior[0] for c in ordered for _ in c.player_ids],
-        "p_sigma": [c.prior[1] for c in ordered for _ in c.player_ids],
-    }
+    claimed_json = json.dumps(
+        [
+            {
+                "match_id": c.match_id,
+                "mode": c.mode,
+                "played_at": c.played_at.isoformat(),
+                "body_hash": c.body_hash,
+            }
+            for c in ordered
+        ]
+    )
+    players = json.dumps(
+        [
+            {"match_id": c.match_id, "mode": c.mode, "player_id": p, "mu": c.prior[0], "sigma": c.prior[1]}
+            for c in ordered
+            for p in c.player_ids
+        ]
+    )
     async with conn.pipeline():
         await conn.execute(f"SAVEPOINT {SAVEPOINT}")
-        claimed = await conn.execute(_CLAIM, params)
-        taken = await conn.execute(_TAKEN, {"match_ids": params["match_ids"]})
-        locked = await conn.execute(_LOCK, {"modes": [m for m, _ in pairs], "ids": [p for _, p in pairs]})
+        claimed = await conn.execute(_CLAIM, {"claims": claimed_json, "players": players})
+        taken = await conn.execute(_TAKEN, {"match_ids": [c.match_id for c in ordered]})
+        locked = await conn.execute(
+            _LOCK, {"pairs": json.dumps([{"mode": m, "player_id": p} for m, p in pairs])}
+        )
         sequence = await conn.execute(_SEQUENCE, {"n": len(claims)})
     new = {match_id: int(pk) for match_id, pk in await claimed.fetchall()}
     return Claimed(
@@ -231,15 +238,17 @@ async def write(
     """Write a rated group: each player's last rating and summed counters (`ratings`: mode,
     player_id, mu, sigma, matches, win, loss, draw, played_at), the participants' rows and
     the matches' quality, response and applied_seq."""
+    # The responses are JSON already: spliced in as they are, not parsed and dumped again.
+    rows = ",".join(
+        f'{{"pk":{m.pk},"quality":{json.dumps(m.quality)},"seq":{m.seq},"response":{m.response}}}'
+        for m in matches
+    )
     await conn.execute(
         _APPLY,
         {
             "ratings": json.dumps(ratings, default=_iso),
             "participants": json.dumps(participants),
-            "pks": [m.pk for m in matches],
-            "qualities": [m.quality for m in matches],
-            "responses": [m.response for m in matches],
-            "seqs": [m.seq for m in matches],
+            "matches": f"[{rows}]",
         },
     )
 

@@ -58,23 +58,30 @@ def rated_match_out(
     match_id: str, mode: str, played_at: dt.datetime, rated: RatedMatch, k: float
 ) -> MatchOut:
     """The response of a newly rated match (what POST answers and the row stores)."""
-    return MatchOut(
-        match_id=match_id,
-        mode=mode,
-        played_at=played_at,
-        created=True,
-        quality=rated.quality,
-        void=False,
-        players=[
-            MatchPlayerOut(
-                player_id=p.player_id,
-                team=p.team,
-                before=_rating(p.before.mu, p.before.sigma, k),
-                after=_rating(p.after.mu, p.after.sigma, k),
-            )
-            for p in rated.players
-        ],
+    # One validation call for the whole tree (a model per rating would be thirteen).
+    return MatchOut.model_validate(
+        {
+            "match_id": match_id,
+            "mode": mode,
+            "played_at": played_at,
+            "created": True,
+            "quality": rated.quality,
+            "void": False,
+            "players": [
+                {
+                    "player_id": p.player_id,
+                    "team": p.team,
+                    "before": _rating_fields(p.before.mu, p.before.sigma, k),
+                    "after": _rating_fields(p.after.mu, p.after.sigma, k),
+                }
+                for p in rated.players
+            ],
+        }
     )
+
+
+def _rating_fields(mu: float, sigma: float, k: float) -> dict[str, float]:
+    return {"mu": mu, "sigma": sigma, "conservative": mu - k * sigma}
 
 
 def _rating(mu: float, sigma: float, k: float) -> RatingOut:
