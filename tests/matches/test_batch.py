@@ -198,3 +198,9 @@ async def test_batches_interleaved_with_single_posts_rate_as_singles_do(api: Asy
             ratings[singly].wins,
             ratings[singly].draws,
         )
+    # Leaderboard counts exact after the batches: every player ranked, rank = 1 + those ahead.
+    board = (await api.get_leaderboard(mode, limit=100)).entries
+    assert sorted(e.player_id for e in board) == sorted(players)
+    for index, entry in enumerate(board):
+        standing = await api.get_leaderboard_standing(mode, entry.player_id, around=0)
+        assert (standing.rank, standing.total) == (index + 1, len(players))
