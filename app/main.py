@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             await resources.tickets.stop()
+            await resources.matches.close()
             maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await maintenance

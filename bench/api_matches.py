@@ -1,6 +1,7 @@
 """POST /v1/matches throughput and latency, side by side with pgbench, in one run.
 
-    python bench/api_matches.py [--seconds 20] [--workers 2] [--connections 32] [--pgbouncer]
+    python bench/api_matches.py [--seconds 20] [--workers 2] [--connections 1,8,32,128]
+                                [--batch 0|N] [--pgbouncer]
 
 1. Starts the service the way `make run` does (`python -m app serve`, embedded
    PostgreSQL and Redis under a temp DATA_DIR, WORKERS uvicorn processes).
@@ -9,6 +10,10 @@
    new match of 4 random players.
 4. pgbench runs the same transaction shape against the same database: lock 4 rating
    rows in id order, update 4, insert the match and 4 participants.
+With --batch N the service is driven through `POST /v1/matches/batch`, N new 2v2 matches per
+request, and the matches/s are N times the requests/s. Every connection count in
+--connections is run in turn, against the same service (and pgbench at one match per
+transaction). The matches the service applied are also counted in the database.
 Prints throughput, p50/p99 of both and the ratio. Needs wrk and pgbench (Debian: wrk,
 postgresql-client). With --pgbouncer the service reaches PostgreSQL through Debian's pgbouncer
 in transaction pooling (tests/pgbouncer.py, DEFAULT_POOL_SIZE server connections); pgbench and
@@ -45,7 +50,10 @@ PLAYERS = 100_000
 
 WRK_SCRIPT = r"""
 local counter = 0
-local prefix = tostring(math.random(1, 1e9))
+-- Unique per wrk run (%(run)s) and thread (setup numbers them): ids are never reposted.
+local made = 0
+function setup(thread) made = made + 1; thread:set("tid", made) end
+local function prefix() return "%(run)s-" .. tostring(tid) end
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %(key)s"
@@ -58,8 +66,36 @@ request = function()
   end
   local body = string.format(
     '{"match_id":"w%%s-%%d","teams":[{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":1},' ..
-    '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix, counter, ids[1], ids[2], ids[3], ids[4])
+    '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix(), counter, ids[1], ids[2], ids[3], ids[4])
   return wrk.format(nil, "/v1/matches", nil, body)
+end
+"""
+
+# N new 2v2 matches per request, as one POST /v1/matches/batch.
+WRK_BATCH_SCRIPT = r"""
+local counter = 0
+-- Unique per wrk run (%(run)s) and thread (setup numbers them): ids are never reposted.
+local made = 0
+function setup(thread) made = made + 1; thread:set("tid", made) end
+local function prefix() return "%(run)s-" .. tostring(tid) end
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer %(key)s"
+local function one()
+  counter = counter + 1
+  local picked, ids = {}, {}
+  while #ids < 4 do
+    local p = math.random(1, %(players)d)
+    if not picked[p] then picked[p] = true; ids[#ids + 1] = "b" .. p end
+  end
+  return string.format(
+    '{"match_id":"w%%s-%%d","teams":[{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":1},' ..
+    '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix(), counter, ids[1], ids[2], ids[3], ids[4])
+end
+request = function()
+  local items = {}
+  for i = 1, %(batch)d do items[i] = one() end
+  return wrk.format(nil, "/v1/matches/batch", nil, '{"matches":[' .. table.concat(items, ",") .. ']}')
 end
 """
 
@@ -135,7 +171,7 @@ def run_pgbench(socket_dir: str, seconds: int, clients: int, workdir: Path) -> d
             "-c",
             str(clients),
             "-j",
-            "2",
+            str(min(2, clients)),
             "-T",
             str(seconds),
             "-f",
@@ -162,18 +198,31 @@ def run_pgbench(socket_dir: str, seconds: int, clients: int, workdir: Path) -> d
     }
 
 
+def applied(url: str) -> int:
+    """Matches the service has applied (pgbench's rows are named pg-...)."""
+    with psycopg.connect(url) as conn:
+        return int(conn.execute("SELECT count(*) FROM matches WHERE match_id LIKE 'w%'").fetchone()[0])  # type: ignore[index]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--connections", default="32", help="comma-separated counts, each run in turn")
+    parser.add_argument(
+        "--batch", type=int, default=0, help="matches per POST /v1/matches/batch (0: single posts)"
+    )
     parser.add_argument("--pool", type=int, default=20, help="DB_POOL_SIZE of each worker")
     parser.add_argument("--pgbouncer", action="store_true", help="the service goes through pgbouncer")
     parser.add_argument("--pgbouncer-pool", type=int, default=20, help="pgbouncer's default_pool_size")
+    parser.add_argument("--no-pgbench", action="store_true", help="the service only")
     args = parser.parse_args()
+    levels = [int(c) for c in args.connections.split(",")]
+    per_request = max(1, args.batch)
     for tool in ("wrk", "pgbench"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is not installed (apt-get install wrk postgresql-client)")
+    rows: list[tuple[int, dict[str, float], dict[str, float] | None]] = []
     with contextlib.ExitStack() as stack:
         extra: dict[str, str] = {}
         direct: str | None = None
@@ -190,41 +239,67 @@ def main() -> None:
             extra["DATABASE_URL"] = bouncer.url("skillservice")
         served = stack.enter_context(serving("matches", args.workers, DB_POOL_SIZE=str(args.pool), **extra))
         socket_dir = str(conninfo_to_dict(direct)["host"]) if direct else served.socket_dir
-        seed(direct or served.database_url)
+        database = direct or served.database_url
+        seed(database)
         lua = served.workdir / "post.lua"
-        lua.write_text(WRK_SCRIPT % {"key": served.key, "players": PLAYERS})
-        subprocess.run(
-            ["wrk", "-t2", f"-c{args.connections}", "-d3s", "-s", str(lua), served.base],
-            capture_output=True,
-            check=True,
-        )  # warm-up
-        wrk = subprocess.run(
-            [
-                "wrk", "-t2", f"-c{args.connections}", f"-d{args.seconds}s", "--latency", "-s", str(lua),
-                served.base,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout  # fmt: skip
-        ours = parse_wrk(wrk)
-        pg = run_pgbench(socket_dir, args.seconds, args.connections, served.workdir)
+        script = WRK_BATCH_SCRIPT if args.batch else WRK_SCRIPT
+
+        def render(run: str) -> None:
+            lua.write_text(script % {"key": served.key, "players": PLAYERS, "batch": args.batch, "run": run})
+
+        for connections in levels:
+            render(f"warm{connections}")
+            subprocess.run(
+                ["wrk", f"-t{min(2, connections)}", f"-c{connections}", "-d3s", "-s", str(lua), served.base],
+                capture_output=True,
+                check=True,
+            )  # warm-up
+            render(f"run{connections}")
+            before = applied(database)
+            wrk = subprocess.run(
+                [
+                    "wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{args.seconds}s", "--latency",
+                    "--timeout", "60s", "-s", str(lua), served.base,
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout  # fmt: skip
+            ours = parse_wrk(wrk)
+            # wrk's window is at most --seconds plus the requests in flight at its end.
+            ours["applied"] = (applied(database) - before) / args.seconds
+            pg = (
+                None
+                if args.no_pgbench
+                else run_pgbench(socket_dir, args.seconds, connections, served.workdir)
+            )
+            rows.append((connections, ours, pg))
 
     behind = f" behind pgbouncer (transaction pooling, {args.pgbouncer_pool} server connections)"
     behind = behind if direct else ""
+    path = f"POST /v1/matches/batch ({args.batch} matches a request)" if args.batch else "POST /v1/matches"
     print(
-        f"2v2 POST /v1/matches over {PLAYERS:,} players, {args.connections} connections, {args.seconds}s, "
+        f"2v2 {path} over {PLAYERS:,} players, {args.seconds}s per row, "
         f"{args.workers} uvicorn workers, embedded PostgreSQL{behind}\n"
     )
-    print("| | transactions/s | p50 ms | p99 ms | non-2xx |")
-    print("|---|---|---|---|---|")
-    row = f"{ours['tps']:.0f} | {ours['p50']:.1f} | {ours['p99']:.1f} | {ours['errors']:.0f}"
-    print(f"| service (wrk) | {row} |")
-    print(f"| pgbench, same transaction shape | {pg['tps']:.0f} | {pg['p50']:.1f} | {pg['p99']:.1f} | - |")
     print(
-        f"\nservice / pgbench throughput: {ours['tps'] / pg['tps']:.0%} (goal >= 50%); "
-        f"service p99 {ours['p99']:.1f} ms (goal <= 50 ms)"
+        "| connections | service matches/s | applied/s (db) | p50 ms | p99 ms | non-2xx "
+        "| pgbench tx/s | pgbench p50 | pgbench p99 |"
     )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for connections, ours, pg in rows:
+        theirs = f"{pg['tps']:.0f} | {pg['p50']:.1f} | {pg['p99']:.1f}" if pg else "- | - | -"
+        print(
+            f"| {connections} | {ours['tps'] * per_request:.0f} | {ours['applied']:.0f} "
+            f"| {ours['p50']:.1f} | {ours['p99']:.1f} | {ours['errors']:.0f} | {theirs} |"
+        )
+    for connections, ours, pg in rows:
+        if pg:
+            print(
+                f"{connections} connections: service / pgbench throughput "
+                f"{ours['tps'] * per_request / pg['tps']:.0%} (goal >= 100%), "
+                f"p99 {ours['p99']:.1f} ms vs {pg['p99']:.1f} ms (goal: no higher)"
+            )
 
 
 if __name__ == "__main__":

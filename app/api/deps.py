@@ -18,6 +18,7 @@ from app.auth.service import Principal
 from app.config import Settings
 from app.errors import TooManyRequests, Unauthorized
 from app.infra.redis_client import RedisClient
+from app.matches.group_commit import GroupCommit
 from app.queues.watch import TicketWatch
 
 
@@ -33,6 +34,8 @@ class Resources:
     auth_failures: TokenBuckets = field(init=False)  # failed authentications per client address
     # Long-polls on queue tickets wait here (one Redis subscription per process).
     tickets: TicketWatch = field(init=False)
+    # Single match posts gather here into shared transactions (app.matches.group_commit).
+    matches: GroupCommit = field(init=False)
 
     def __post_init__(self) -> None:
         self.limits = TokenBuckets(self.settings.rate_limit_per_s, self.settings.rate_limit_burst)
@@ -40,6 +43,7 @@ class Resources:
             self.settings.auth_failures_per_s, self.settings.auth_failure_burst, max_buckets=4096
         )
         self.tickets = TicketWatch(self.redis)
+        self.matches = GroupCommit(self.engine, self.sessions)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`

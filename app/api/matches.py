@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from typing import Any
 
-from app.api.deps import AdminKey, ReadKey, ResultsKey, SessionDep
+from fastapi import APIRouter, Request, Response, status
+from pydantic import ValidationError
+
+from app.api.deps import AdminKey, ReadKey, ResourcesDep, ResultsKey, SessionDep
+from app.api.problems import problem_body, validation_failed
+from app.errors import AppError
 from app.ids import Identifier
 from app.matches import service
-from app.matches.schemas import MatchIn, MatchOut
+from app.matches.schemas import BatchIn, BatchItemOut, BatchOut, MatchIn, MatchOut, batch_json, match_json
 
 router = APIRouter(prefix="/v1/matches", tags=["matches"])
+
+JSON = "application/json"
 
 
 @router.post(
@@ -22,16 +29,54 @@ router = APIRouter(prefix="/v1/matches", tags=["matches"])
         409: {"description": "The match id was used for a different match"},
     },
 )
-async def post_match(body: MatchIn, session: SessionDep, _: ResultsKey) -> Response:
+async def post_match(body: MatchIn, res: ResourcesDep, _: ResultsKey) -> Response:
     """Rate a finished match in one transaction, exactly once per match_id. Players the
     mode has not seen start at its prior. The same match again returns 200 and the stored
     response, byte for byte but for `created`: the same mode, teams, players, ranks (a score
     counts as its negated rank), weights and coefficients, in any player order within a
     team, and `played_at` at the same instant in any offset, or omitted. Any other
     difference under a used match_id returns 409."""
-    result = await service.record_match(session, body)
-    # The response is the stored JSON, sent as is (it was built and validated once).
-    return Response(result.json, status_code=201 if result.created else 200, media_type="application/json")
+    # Posts that arrive together share a transaction (group commit); the answer comes after it commits.
+    result = await res.matches.record(body)
+    return Response(result.json, status_code=201 if result.created else 200, media_type=JSON)
+
+
+@router.post("/batch", operation_id="post_matches_batch", response_model=BatchOut)
+async def post_matches_batch(body: BatchIn, request: Request, res: ResourcesDep, _: ResultsKey) -> Response:
+    """Rate up to 1,000 matches in one transaction, in the listed order. Each item gets what
+    POST /v1/matches would answer for it (201, 200, 409 or 422, with the match or the
+    problem), so a bad item fails alone; a match_id repeated in the batch counts as posted
+    after the earlier one. Exactly once per match_id across batches and single posts. Only a
+    body that is not `{"matches": [...]}` with 1 to 1,000 items is a 422 for the whole
+    request, and a database failure is a 503; then nothing of it is applied."""
+    items = [_item(raw) for raw in body.matches]
+    outcomes = await service.record_group(res.engine, res.sessions, items)
+    results = [
+        _result(raw, outcome, request.url.path) for raw, outcome in zip(body.matches, outcomes, strict=True)
+    ]
+    return Response(batch_json(BatchOut(results=results)), media_type=JSON)
+
+
+def _item(raw: Any) -> MatchIn | AppError:
+    try:
+        return MatchIn.model_validate(raw)
+    except ValidationError as exc:
+        # Located as in the single post's 422: the item is that post's body.
+        return validation_failed([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()])
+
+
+def _result(raw: Any, outcome: service.Outcome, path: str) -> BatchItemOut:
+    match_id = raw.get("match_id") if isinstance(raw, dict) else None
+    if not isinstance(match_id, str):
+        match_id = None
+    if isinstance(outcome, AppError):
+        # An unknown mode is the single post's 404; in a batch the item is what is wrong.
+        status_code = 409 if outcome.status == 409 else 422
+        body = problem_body(status_code, outcome.detail, path, outcome.errors)
+        return BatchItemOut(match_id=match_id, status=status_code, match=None, problem=body)
+    return BatchItemOut(
+        match_id=match_id, status=201 if outcome.created else 200, match=outcome.match, problem=None
+    )
 
 
 @router.get(
@@ -40,9 +85,9 @@ async def post_match(body: MatchIn, session: SessionDep, _: ResultsKey) -> Respo
     response_model=MatchOut,
     responses={409: {"description": "Imported and not rated yet (a replay job rates it)"}},
 )
-async def get_match(match_id: Identifier, session: SessionDep, _: ReadKey) -> MatchOut:
+async def get_match(match_id: Identifier, session: SessionDep, _: ReadKey) -> Response:
     """The stored result of a match."""
-    return await service.get_match(session, match_id)
+    return Response(match_json(await service.get_match(session, match_id)), media_type=JSON)
 
 
 @router.post(
@@ -51,6 +96,6 @@ async def get_match(match_id: Identifier, session: SessionDep, _: ReadKey) -> Ma
     response_model=MatchOut,
     responses={409: {"description": "Imported and not rated yet (a replay job rates it)"}},
 )
-async def void_match(match_id: Identifier, session: SessionDep, _: AdminKey) -> MatchOut:
+async def void_match(match_id: Identifier, session: SessionDep, _: AdminKey) -> Response:
     """Mark a match void. Ratings are corrected by the next replay job."""
-    return await service.void_match(session, match_id)
+    return Response(match_json(await service.void_match(session, match_id)), media_type=JSON)

@@ -14,7 +14,7 @@ from redis.exceptions import RedisClusterException, RedisError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.errors import AppError, title_of
+from app.errors import AppError, ValidationFailed, title_of
 from app.infra.redis_client import closed_under_command
 
 log = logging.getLogger(__name__)
@@ -30,16 +30,33 @@ def problem(
     headers: dict[str, str] | None = None,
     errors: list[dict[str, Any]] | None = None,
 ) -> JSONResponse:
+    body = problem_body(status, detail, request.url.path if request is not None else None, errors)
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM)
+
+
+def problem_body(
+    status: int, detail: str, instance: str | None, errors: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A problem's members (Problem below): the response body, or one item of a batch's answer."""
     body: dict[str, Any] = {
         "type": "about:blank",
         "title": title_of(status),
         "status": status,
         "detail": detail,
-        "instance": request.url.path if request is not None else None,
+        "instance": instance,
     }
     if errors is not None:
         body["errors"] = errors
-    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM)
+    return body
+
+
+def validation_failed(errors: Any) -> ValidationFailed:
+    """pydantic's errors as the 422 the service answers: the first error in the detail, all
+    of them in `errors`."""
+    cleaned = _clean_errors(errors)
+    first = cleaned[0] if cleaned else {"loc": [], "msg": "invalid request"}
+    where = ".".join(str(part) for part in first["loc"])
+    return ValidationFailed(f"{where}: {first['msg']}" if where else str(first["msg"]), errors=cleaned)
 
 
 # Seconds a client should wait before retrying when PostgreSQL or Redis is unavailable.
@@ -78,11 +95,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = _clean_errors(exc.errors())
-        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        where = ".".join(str(part) for part in first["loc"])
-        detail = f"{where}: {first['msg']}" if where else str(first["msg"])
-        return problem(422, detail, request, errors=errors)
+        failed = validation_failed(exc.errors())
+        return problem(422, failed.detail, request, errors=failed.errors)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -100,8 +114,8 @@ def install(app: FastAPI) -> None:
     async def database_error(request: Request, exc: DBAPIError) -> JSONResponse:
         return _database_problem(request, exc.orig, exc.connection_invalidated)
 
-    # The match hot path runs on the session's psycopg connection (app.matches.repository),
-    # so its errors arrive unwrapped: the same answers.
+    # The match hot path runs on a psycopg connection (app.matches.repository), so its
+    # errors arrive unwrapped: the same answers.
     @app.exception_handler(psycopg.Error)
     async def driver_error(request: Request, exc: psycopg.Error) -> JSONResponse:
         return _database_problem(

@@ -17,7 +17,7 @@ from app.client.calls import Request, body, model, no_content, operation
 from app.jobs.schemas import JobAccepted, JobOut
 from app.leaderboards.schemas import LeaderboardPage, Standing
 from app.lobbies.schemas import BalanceIn, BalanceOut, EvaluateIn, EvaluateOut
-from app.matches.schemas import MatchIn, MatchOut
+from app.matches.schemas import BatchOut, MatchIn, MatchOut
 from app.modes.schemas import ModeChanged, ModeList, ModeOut
 from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut
 from app.queues.schemas import (
@@ -59,6 +59,13 @@ class Operations:
     def post_match(self, match: MatchIn | dict[str, Any]) -> Request:
         """Rate a finished match, exactly once per match_id (`created` is false on a repeat)."""
         return Request(json=body(match))
+
+    # Repeatable for the same reason: each item of a repeat answers 200 (or its 409/422) again.
+    @operation("POST", "/v1/matches/batch", model(BatchOut), repeatable=True)
+    def post_matches_batch(self, matches: Iterable[MatchIn | dict[str, Any]]) -> Request:
+        """Rate up to 1,000 matches in one transaction, in order; each item has its own
+        status (201, 200, 409 or 422) with the match or the problem."""
+        return Request(json={"matches": [body(match) for match in matches]})
 
     @operation("GET", "/v1/matches/{match_id}", model(MatchOut))
     def get_match(self, match_id: str) -> Request:

@@ -1,20 +1,25 @@
-"""SQL for recording matches: claim the id, create and lock ratings, write everything.
+"""SQL for recording matches: claim the ids, create and lock ratings, write everything.
 
-A match costs three statements: claim the match id (creating missing players and
-ratings), lock the participants' ratings in player-id order, and one statement that
-updates the ratings, inserts the participants and completes the match row.
+A group of matches (one single post, the posts a writer gathered, or one batch) costs four
+round trips whatever its size, all in one transaction on a psycopg connection:
 
-They run on the session's own psycopg connection, in the transaction the session commits:
-the claim and the lock go out in one pipeline, so a match costs four round trips (BEGIN with
-the transaction's statement timeout, app/db/engine.py; the claim and the lock; the write;
-COMMIT) rather than six, and none of SQLAlchemy's per-statement work, on the service's
-busiest path.
+1. BEGIN with the transaction's statement timeout (app/db/engine.py);
+2. one pipeline: a savepoint; the claim of every match id (creating missing players and
+   ratings, and taking each mode's lock shared); the stored rows of ids already taken; the
+   participants' ratings locked in one fixed order; the applied_seq values, drawn under
+   those locks;
+3. one statement that updates the ratings, inserts the participants and completes the
+   match rows;
+4. COMMIT.
+
+None of SQLAlchemy's per-statement work runs on the service's busiest path.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,70 +30,101 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.conservative import conservative_sql
 from app.db.locks import shared_lock
 
-# Claims the match id and, only when it was free, creates the missing players and
-# ratings at the prior. Sorted ids: concurrent inserts of new players wait in one order.
-# The shared lock keeps whole-mode rewrites (app.leaderboards) out until commit, and
-# `conservative` always takes k from the modes row, never from a cache.
+# Claims the match ids and, only for ids that were free, creates the missing players and
+# ratings at the mode's prior. Everything goes in one sorted order (match id; mode, player
+# id), so concurrent claimers of the same keys wait in one order and never deadlock. The
+# guard takes every mode's lock shared before anything is written (count(*) reads all its
+# rows): whole-mode rewrites (app.leaderboards) stay out until commit. `conservative` always
+# takes k from the modes row, never from a cache.
 _CLAIM = f"""
-    WITH guard AS (SELECT {shared_lock("%(mode)s")}), claimed AS (
+    WITH guard AS (
+        SELECT count(*) FROM (
+            SELECT {shared_lock("g.mode")}
+            FROM (SELECT DISTINCT mode FROM jsonb_to_recordset(CAST(%(claims)s AS jsonb)) AS u(mode varchar)
+                  ORDER BY mode) AS g
+        ) AS locks
+    ), claimed AS (
         INSERT INTO matches (match_id, mode, played_at, body_hash, quality, response)
-        SELECT %(match_id)s, %(mode)s, %(played_at)s, %(body_hash)s, 0, '{{}}'::jsonb FROM guard
+        SELECT c.match_id, c.mode, c.played_at, c.body_hash, 0, '{{}}'::jsonb
+        FROM jsonb_to_recordset(CAST(%(claims)s AS jsonb))
+             AS c(match_id varchar, mode varchar, played_at timestamptz, body_hash varchar), guard
+        ORDER BY c.match_id
         ON CONFLICT (match_id) DO NOTHING
-        RETURNING id
+        RETURNING match_id, id
+    ), wanted AS (
+        SELECT DISTINCT w.mode, w.player_id, w.mu, w.sigma
+        FROM jsonb_to_recordset(CAST(%(players)s AS jsonb))
+             AS w(match_id varchar, mode varchar, player_id varchar, mu float8, sigma float8)
+        JOIN claimed USING (match_id)
     ), new_players AS (
         INSERT INTO players (id)
-        SELECT unnest(CAST(%(ids)s AS varchar[])) WHERE EXISTS (SELECT 1 FROM claimed)
+        SELECT DISTINCT player_id FROM wanted ORDER BY player_id
         ON CONFLICT DO NOTHING
     ), new_ratings AS (
         INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
-        SELECT unnest(CAST(%(ids)s AS varchar[])), m.name, %(mu)s, %(sigma)s,
-               {conservative_sql("%(mu)s", "%(sigma)s")}
-        FROM modes m WHERE m.name = %(mode)s AND EXISTS (SELECT 1 FROM claimed)
+        SELECT w.player_id, w.mode, w.mu, w.sigma, {conservative_sql("w.mu", "w.sigma")}
+        FROM wanted w JOIN modes m ON m.name = w.mode
+        ORDER BY w.mode, w.player_id
         ON CONFLICT DO NOTHING
     )
-    SELECT id FROM claimed
+    SELECT match_id, id FROM claimed
 """
 
-# One fixed lock order (player id) for every transaction: no deadlocks (DESIGN.md). A
-# statement of its own, after the claim: in one statement the order of the two would not be
-# fixed. When the id was taken the rows are locked for nothing until the (short) answer.
-_LOCK = """
-    SELECT player_id, mu, sigma FROM ratings
-    WHERE mode = %(mode)s AND player_id = ANY(CAST(%(ids)s AS varchar[]))
-    ORDER BY player_id
-    FOR UPDATE
+# The rows of ids that were taken already (and of the ones just claimed, told apart by the
+# claim's answer): a retry is compared with what is stored.
+_TAKEN = """
+    SELECT match_id, body_hash, played_at, response, void FROM matches
+    WHERE match_id = ANY(CAST(%(match_ids)s AS varchar[]))
 """
+
+# One fixed lock order (mode, player id) for every transaction: no deadlocks (DESIGN.md). A
+# statement of its own, after the claim: in one statement the order of the two would not be
+# fixed. Rows of matches that turn out to be retries are locked for nothing until commit.
+_LOCK = """
+    SELECT r.mode, r.player_id, r.mu, r.sigma FROM ratings r
+    WHERE (r.mode, r.player_id) IN (
+        SELECT * FROM jsonb_to_recordset(CAST(%(pairs)s AS jsonb)) AS k(mode varchar, player_id varchar))
+    ORDER BY r.mode, r.player_id
+    FOR UPDATE OF r
+"""
+
+# Drawn after the locks are held, so matches that share a player get increasing values in
+# the order their ratings were applied (GET /v1/players/{id}/matches lists by it).
+_SEQUENCE = "SELECT nextval('match_applied_seq') FROM generate_series(1, %(n)s)"
 
 _STORED = text("SELECT body_hash, played_at, response, void FROM matches WHERE match_id = :match_id")
 
-# The participants arrive as one JSON array (one parameter, expanded by PostgreSQL) rather
-# than fourteen arrays, each of which psycopg would convert element by element in Python.
+# Every list arrives as one JSON array (one parameter, expanded by PostgreSQL) rather than
+# as arrays, which psycopg would convert element by element in Python (a group's responses
+# alone took longer to quote than to rate). A player in several matches of the group has
+# one ratings row: the last rating and the summed counters.
 _APPLY = f"""
     WITH v AS (
-        SELECT * FROM jsonb_to_recordset(CAST(%(players)s AS jsonb)) AS v(
-            player_id varchar, team int, rank float8, weight float8, coefficient float8,
-            mu_before float8, sigma_before float8, mu float8, sigma float8, win int, loss int, draw int)
+        SELECT * FROM jsonb_to_recordset(CAST(%(ratings)s AS jsonb)) AS v(
+            mode varchar, player_id varchar, mu float8, sigma float8, matches int,
+            win int, loss int, draw int, played_at timestamptz)
     ), changed AS (
         UPDATE ratings AS r
         SET mu = v.mu, sigma = v.sigma, conservative = {conservative_sql("v.mu", "v.sigma")},
-            matches = r.matches + 1, wins = r.wins + v.win, losses = r.losses + v.loss,
+            matches = r.matches + v.matches, wins = r.wins + v.win, losses = r.losses + v.loss,
             draws = r.draws + v.draw,
-            last_played_at = GREATEST(r.last_played_at, CAST(%(played_at)s AS timestamptz)),
+            last_played_at = GREATEST(r.last_played_at, v.played_at),
             updated_at = now()
         FROM v, modes AS m
-        WHERE r.mode = %(mode)s AND r.player_id = v.player_id AND m.name = %(mode)s
+        WHERE r.mode = v.mode AND r.player_id = v.player_id AND m.name = v.mode
     ), participants AS (
         INSERT INTO match_players
             (match_pk, player_id, mode, team, rank, weight, coefficient,
              mu_before, sigma_before, mu_after, sigma_after)
-        SELECT %(match_pk)s, player_id, %(mode)s, team, rank, weight, coefficient,
-               mu_before, sigma_before, mu, sigma
-        FROM v
+        SELECT * FROM jsonb_to_recordset(CAST(%(participants)s AS jsonb)) AS p(
+            match_pk bigint, player_id varchar, mode varchar, team int, rank float8, weight float8,
+            coefficient float8, mu_before float8, sigma_before float8, mu_after float8, sigma_after float8)
     )
-    UPDATE matches
-    SET quality = %(quality)s, response = CAST(%(response)s AS jsonb),
-        applied_seq = nextval('match_applied_seq')
-    WHERE id = %(match_pk)s
+    UPDATE matches AS m
+    SET quality = u.quality, response = u.response, applied_seq = u.seq
+    FROM jsonb_to_recordset(CAST(%(matches)s AS jsonb))
+         AS u(pk bigint, quality float8, response jsonb, seq bigint)
+    WHERE m.id = u.pk
 """
 
 
@@ -100,117 +136,133 @@ class StoredMatch:
     void: bool
 
 
-@dataclass(slots=True)
-class Outcome:
-    """One participant's new rating and counter increments."""
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A match id to claim, with what the claim stores and the players it would create."""
 
-    player_id: str
-    team: int
-    rank: float
-    weight: float
-    coefficient: float | None
-    mu_before: float
-    sigma_before: float
-    mu: float
-    sigma: float
-    win: int
-    loss: int
-    draw: int
+    match_id: str
+    mode: str
+    played_at: dt.datetime
+    body_hash: str
+    player_ids: Sequence[str]
+    prior: tuple[float, float]  # the mode's (mu, sigma) for players it has not seen
 
 
 @dataclass(frozen=True, slots=True)
-class Prior:
-    """A mode's starting rating."""
+class Claimed:
+    """What the claim found: new match rows (id -> key), the stored rows of ids taken
+    before, the locked ratings ((mode, player) -> (mu, sigma)) and applied_seq values, in
+    increasing order."""
 
-    mu: float
-    sigma: float
+    new: dict[str, int]
+    taken: dict[str, StoredMatch]
+    ratings: dict[tuple[str, str], tuple[float, float]]
+    sequence: list[int]
 
 
-async def _driver(session: AsyncSession) -> AsyncConnection[Any]:
+@dataclass(frozen=True, slots=True)
+class MatchWrite:
+    """A rated match: its row's key, quality, stored response (JSON) and applied_seq."""
+
+    pk: int
+    quality: float
+    response: str
+    seq: int
+
+
+async def driver(session: AsyncSession) -> AsyncConnection[Any]:
     """The psycopg connection under the session, in the session's transaction."""
     connection = await session.connection()
     raw = await connection.get_raw_connection()
-    driver: AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
-    return driver
+    conn: AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+    return conn
 
 
-async def claim(
-    session: AsyncSession,
-    match_id: str,
-    mode: str,
-    played_at: dt.datetime,
-    body_hash: str,
-    player_ids: list[str],
-    prior: Prior,
-) -> tuple[int, dict[str, tuple[float, float]]] | None:
-    """Claim the match id and lock its players' ratings: the new match row's key and
-    id -> (mu, sigma), or None when the id is taken (after the taker commits).
+SAVEPOINT = "claims"
 
-    When the id is new, missing players and their ratings are created at the prior.
-    """
-    ids = sorted(player_ids)
-    params = {
-        "match_id": match_id,
-        "mode": mode,
-        "played_at": played_at,
-        "body_hash": body_hash,
-        "ids": ids,
-        "mu": prior.mu,
-        "sigma": prior.sigma,
-    }
-    driver = await _driver(session)
-    async with driver.pipeline():
-        claimed = await driver.execute(_CLAIM, params)
-        locked = await driver.execute(_LOCK, {"mode": mode, "ids": ids})
-    row = await claimed.fetchone()
-    if row is None:
-        return None
-    return int(row[0]), {player: (mu, sigma) for player, mu, sigma in await locked.fetchall()}
+
+async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim]) -> Claimed:
+    """Claim every match id in one pipeline (after a savepoint `rollback_claims` returns to),
+    and lock the players' ratings of all of them."""
+    ordered = sorted(claims, key=lambda c: c.match_id)
+    pairs = sorted({(c.mode, p) for c in claims for p in c.player_ids})
+    claimed_json = json.dumps(
+        [
+            {
+                "match_id": c.match_id,
+                "mode": c.mode,
+                "played_at": c.played_at.isoformat(),
+                "body_hash": c.body_hash,
+            }
+            for c in ordered
+        ]
+    )
+    players = json.dumps(
+        [
+            {"match_id": c.match_id, "mode": c.mode, "player_id": p, "mu": c.prior[0], "sigma": c.prior[1]}
+            for c in ordered
+            for p in c.player_ids
+        ]
+    )
+    async with conn.pipeline():
+        await conn.execute(f"SAVEPOINT {SAVEPOINT}")
+        claimed = await conn.execute(_CLAIM, {"claims": claimed_json, "players": players})
+        taken = await conn.execute(_TAKEN, {"match_ids": [c.match_id for c in ordered]})
+        locked = await conn.execute(
+            _LOCK, {"pairs": json.dumps([{"mode": m, "player_id": p} for m, p in pairs])}
+        )
+        sequence = await conn.execute(_SEQUENCE, {"n": len(claims)})
+    new = {match_id: int(pk) for match_id, pk in await claimed.fetchall()}
+    return Claimed(
+        new=new,
+        taken={
+            row[0]: StoredMatch(row[1], row[2], row[3], row[4])
+            for row in await taken.fetchall()
+            if row[0] not in new
+        },
+        ratings={(mode, player): (mu, sigma) for mode, player, mu, sigma in await locked.fetchall()},
+        sequence=sorted(int(row[0]) for row in await sequence.fetchall()),
+    )
+
+
+async def rollback_claims(conn: AsyncConnection[Any]) -> None:
+    """Undo the last `claim` (its rows and its locks), to claim again without some matches."""
+    await conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+
+
+async def write(
+    conn: AsyncConnection[Any],
+    ratings: Sequence[dict[str, Any]],
+    participants: Sequence[dict[str, Any]],
+    matches: Sequence[MatchWrite],
+) -> None:
+    """Write a rated group: each player's last rating and summed counters (`ratings`: mode,
+    player_id, mu, sigma, matches, win, loss, draw, played_at), the participants' rows and
+    the matches' quality, response and applied_seq."""
+    # The responses are JSON already: spliced in as they are, not parsed and dumped again.
+    rows = ",".join(
+        f'{{"pk":{m.pk},"quality":{json.dumps(m.quality)},"seq":{m.seq},"response":{m.response}}}'
+        for m in matches
+    )
+    await conn.execute(
+        _APPLY,
+        {
+            "ratings": json.dumps(ratings, default=_iso),
+            "participants": json.dumps(participants),
+            "matches": f"[{rows}]",
+        },
+    )
+
+
+def _iso(value: object) -> str:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot write {value!r} as JSON")
 
 
 async def stored(session: AsyncSession, match_id: str) -> StoredMatch | None:
     row = (await session.execute(_STORED, {"match_id": match_id})).first()
     return None if row is None else StoredMatch(row[0], row[1], row[2], row[3])
-
-
-async def apply(
-    session: AsyncSession,
-    match_pk: int,
-    mode: str,
-    played_at: dt.datetime,
-    outcomes: list[Outcome],
-    quality: float,
-    response_json: str,
-) -> None:
-    driver = await _driver(session)
-    players = [
-        {
-            "player_id": o.player_id,
-            "team": o.team,
-            "rank": o.rank,
-            "weight": o.weight,
-            "coefficient": o.coefficient,
-            "mu_before": o.mu_before,
-            "sigma_before": o.sigma_before,
-            "mu": o.mu,
-            "sigma": o.sigma,
-            "win": o.win,
-            "loss": o.loss,
-            "draw": o.draw,
-        }
-        for o in outcomes
-    ]
-    await driver.execute(
-        _APPLY,
-        {
-            "match_pk": match_pk,
-            "mode": mode,
-            "played_at": played_at,
-            "quality": quality,
-            "response": response_json,
-            "players": json.dumps(players),
-        },
-    )
 
 
 _VOID = text("UPDATE matches SET void = true WHERE match_id = :match_id RETURNING response")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SkipValidation, field_validator
 
 from app.ids import Identifier, PlayerId
 from app.schemas import RatingOut
 
 MAX_PLAYERS = 1000
+MAX_BATCH = 1000
 FUTURE_SLACK = dt.timedelta(minutes=5)
 
 
@@ -98,3 +100,35 @@ class MatchOut(BaseModel):
     quality: float = Field(description="draw quality of the pre-match ratings (seed 000 eq. 7)")
     void: bool = False
     players: list[MatchPlayerOut]
+
+
+def match_json(match: MatchOut) -> bytes:
+    """The one wire form of a match result: compact JSON in MatchOut's field order. POST
+    answers it, the matches row stores it, a retry's 200 is it with `created` false, so the
+    two differ in nothing else."""
+    return MatchOut.__pydantic_serializer__.to_json(match)
+
+
+class BatchIn(BaseModel):
+    """Matches to record in one transaction, in the listed order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Items are validated one by one (app.api.matches), so that a bad item fails alone.
+    matches: Annotated[list[SkipValidation[MatchIn]], Field(min_length=1, max_length=MAX_BATCH)]
+
+
+class BatchItemOut(BaseModel):
+    match_id: str | None = Field(description="the item's match_id (null when it has none)")
+    status: int = Field(description="201, 200, 409 or 422: what POST /v1/matches would answer")
+    match: MatchOut | None = Field(description="the response of a 201 or 200, else null")
+    problem: dict[str, Any] | None = Field(description="the problem+json of a 409 or 422, else null")
+
+
+class BatchOut(BaseModel):
+    results: list[BatchItemOut] = Field(description="one per posted match, in the posted order")
+
+
+def batch_json(batch: BatchOut) -> bytes:
+    """BatchOut's wire form, by the same serialiser as match_json."""
+    return BatchOut.__pydantic_serializer__.to_json(batch)

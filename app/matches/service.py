@@ -1,24 +1,33 @@
-"""Recording a match result: exactly once, in one transaction, rated by the core."""
+"""Recording match results: exactly once, a group of them in one transaction, rated by the core.
+
+A group is what one transaction applies: one single post, the single posts a writer gathered
+(app.matches.group_commit), or one batch. Each match in it stands alone: it gets the answer
+the single post would get (201, 200, 404, 409 or 422), and only the rated ones are written.
+Matches are rated in the listed order; a repeated match_id is judged as if posted after the
+earlier one.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from psycopg import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app import metrics
-from app.db.commit_hooks import after_commit
-from app.errors import Conflict, NotFound, ValidationFailed
+from app.errors import AppError, Conflict, NotFound, ValidationFailed
 from app.matches import repository
 from app.matches.fingerprint import match_fingerprint
-from app.matches.repository import Outcome, Prior
-from app.matches.schemas import MatchIn, MatchOut, consistency_errors
+from app.matches.repository import Claim, Claimed, MatchWrite, StoredMatch
+from app.matches.schemas import MatchIn, MatchOut, MatchPlayerOut, consistency_errors, match_json
 from app.modes import service as modes
+from app.modes.service import ModeRules
 from app.rating import Rating, RatingInputError, conservative
-from app.rating.match import MatchTeams, rate_match
+from app.rating.match import MatchTeams, RatedMatch, rate_match
+from app.schemas import RatingOut
 
 
 def body_hash(match: MatchIn) -> str:
@@ -35,73 +44,308 @@ def team_ranks(match: MatchIn) -> list[float]:
 
 @dataclass(frozen=True, slots=True)
 class Recorded:
-    """The response to a posted match, already serialised (it is also what is stored)."""
+    """A match's answer: the result, its wire form, and whether this request applied it."""
 
+    match: MatchOut
     json: bytes
     created: bool
 
 
-async def record_match(session: AsyncSession, match: MatchIn) -> Recorded:
+# What one match of a group gets: its result, or the error the single post would raise.
+Outcome = Recorded | AppError
+
+
+def rated_match_out(
+    match_id: str, mode: str, played_at: dt.datetime, rated: RatedMatch, k: float
+) -> MatchOut:
+    """The response of a newly rated match (what POST answers and the row stores)."""
+    # One validation call for the whole tree (a model per rating would be thirteen).
+    return MatchOut.model_validate(
+        {
+            "match_id": match_id,
+            "mode": mode,
+            "played_at": played_at,
+            "created": True,
+            "quality": rated.quality,
+            "void": False,
+            "players": [
+                {
+                    "player_id": p.player_id,
+                    "team": p.team,
+                    "before": _rating_fields(p.before.mu, p.before.sigma, k),
+                    "after": _rating_fields(p.after.mu, p.after.sigma, k),
+                }
+                for p in rated.players
+            ],
+        }
+    )
+
+
+def _rating_fields(mu: float, sigma: float, k: float) -> dict[str, float]:
+    return {"mu": mu, "sigma": sigma, "conservative": conservative(mu, sigma, k)}
+
+
+def _rating(mu: float, sigma: float, k: float) -> RatingOut:
+    return RatingOut(mu=mu, sigma=sigma, conservative=conservative(mu, sigma, k))
+
+
+def response_json(
+    match_id: str,
+    mode: str,
+    played_at: str,
+    quality: float,
+    players: list[tuple[str, int, float, float, float, float]],
+    k: float,
+) -> str:
+    """The stored response of a rated match, for writers that hold plain tuples (replay).
+    `players` holds (player_id, team, mu before, sigma before, mu after, sigma after)."""
+    out = MatchOut(
+        match_id=match_id,
+        mode=mode,
+        played_at=dt.datetime.fromisoformat(played_at),
+        created=True,
+        quality=quality,
+        void=False,
+        players=[
+            MatchPlayerOut(player_id=p, team=t, before=_rating(mb, sb, k), after=_rating(ma, sa, k))
+            for p, t, mb, sb, ma, sa in players
+        ],
+    )
+    return match_json(out).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A match that passed the checks that need no ratings."""
+
+    match: MatchIn
+    rules: ModeRules
+    coefficients: list[list[float]] | None
+    fingerprint: str
+    played_at: dt.datetime
+    ranks: list[float]
+
+    def claim(self) -> Claim:
+        ids = [p.id for team in self.match.teams for p in team.players]
+        env = self.rules.env
+        return Claim(
+            self.match.match_id, self.rules.name, self.played_at, self.fingerprint, ids, (env.mu, env.sigma)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Reference:
+    """What a later post of a match id is compared with: the stored match, or the one an
+    earlier item of the same group recorded."""
+
+    body_hash: str
+    played_at: dt.datetime
+    match: MatchOut | None  # None: imported and not rated yet
+
+    @staticmethod
+    def of(stored: StoredMatch) -> _Reference:
+        match = None
+        if stored.response:
+            match = MatchOut.model_validate({**stored.response, "created": False, "void": stored.void})
+        return _Reference(stored.body_hash, stored.played_at, match)
+
+
+@dataclass(slots=True)
+class _Group:
+    """The writes of a rated group, gathered in application order."""
+
+    state: dict[tuple[str, str], Rating]
+    ratings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    participants: list[dict[str, Any]] = field(default_factory=list)
+    matches: list[MatchWrite] = field(default_factory=list)
+    counts: list[tuple[str, int]] = field(default_factory=list)
+
+
+ModeLookup = Callable[[str], Awaitable[ModeRules]]
+
+
+async def _prepare(resolve: ModeLookup, match: MatchIn) -> _Prepared:
     errors = consistency_errors(match)
     if errors:
         raise ValidationFailed(
             f"{'.'.join(str(p) for p in errors[0]['loc'])}: {errors[0]['msg']}",  # type: ignore[attr-defined]
             errors=errors,
         )
-    rules = await modes.resolve(session, match.mode)
+    rules = await resolve(match.mode)
     coefficients = _coefficients(match, rules.env.team_performance)
-    fingerprint = body_hash(match)
     played_at = match.played_at or dt.datetime.now(dt.UTC)
-    env, k = rules.env, rules.conservative_k
-    ids = [p.id for team in match.teams for p in team.players]
-    prior = Prior(env.mu, env.sigma)
-    claimed = await repository.claim(session, match.match_id, rules.name, played_at, fingerprint, ids, prior)
-    if claimed is None:
-        return Recorded(await _replayed(session, match, fingerprint), created=False)
+    return _Prepared(match, rules, coefficients, body_hash(match), played_at, team_ranks(match))
 
-    match_pk, current = claimed
+
+def _retry(reference: _Reference, prepared: _Prepared) -> Recorded:
+    """The stored answer when `prepared` is a retry: the same meaning (fingerprint) and, when
+    it gives one, the same played_at instant (the stored one may be the server's stamp)."""
+    match_id = prepared.match.match_id
+    if reference.body_hash != prepared.fingerprint:
+        raise Conflict(f"match {match_id!r} was already recorded with a different body")
+    given = prepared.match.played_at
+    if given is not None and given != reference.played_at:
+        raise Conflict(
+            f"match {match_id!r} was already recorded with played_at "
+            f"{reference.played_at.isoformat().replace('+00:00', 'Z')}"
+        )
+    if reference.match is None:
+        raise Conflict(f"match {match_id!r} was imported and is not rated yet; a replay job rates it")
+    return Recorded(reference.match, match_json(reference.match), created=False)
+
+
+def _rate(group: _Group, prepared: _Prepared, pk: int, seq: int) -> Recorded:
+    """Rate a newly claimed match on the group's current ratings and gather its writes."""
+    match, rules = prepared.match, prepared.rules
+    mode = rules.name
     teams = MatchTeams(
         ids=[[p.id for p in team.players] for team in match.teams],
-        ratings=[[Rating(*current[p.id]) for p in team.players] for team in match.teams],
-        ranks=team_ranks(match),
+        ratings=[[group.state[mode, p.id] for p in team.players] for team in match.teams],
+        ranks=prepared.ranks,
         weights=[[p.weight for p in team.players] for team in match.teams],
-        coefficients=coefficients,
+        coefficients=prepared.coefficients,
     )
     try:
-        rated = rate_match(env, teams)
+        rated = rate_match(rules.env, teams)
     except RatingInputError as exc:
         raise ValidationFailed(str(exc), errors=[{"loc": ["body", "teams"], "msg": str(exc)}]) from None
-    quality = rated.quality
-
+    out = rated_match_out(match.match_id, match.mode, prepared.played_at, rated, rules.conservative_k)
+    stored = match_json(out)
     given = [p for team in match.teams for p in team.players]
-    outcomes = [
-        Outcome(
-            r.player_id,
-            r.team,
-            r.rank,
-            player.weight,
-            player.coefficient,
-            r.before.mu,
-            r.before.sigma,
-            r.after.mu,
-            r.after.sigma,
-            r.win,
-            r.loss,
-            r.draw,
+    for r, player in zip(rated.players, given, strict=True):
+        group.state[mode, r.player_id] = r.after
+        total = group.ratings.get((mode, r.player_id))
+        if total is None:
+            total = group.ratings[mode, r.player_id] = {
+                "mode": mode,
+                "player_id": r.player_id,
+                "matches": 0,
+                "win": 0,
+                "loss": 0,
+                "draw": 0,
+                "played_at": prepared.played_at,
+            }
+        total["mu"], total["sigma"] = r.after.mu, r.after.sigma
+        total["matches"] += 1
+        total["win"] += r.win
+        total["loss"] += r.loss
+        total["draw"] += r.draw
+        total["played_at"] = max(total["played_at"], prepared.played_at)
+        group.participants.append(
+            {
+                "match_pk": pk,
+                "player_id": r.player_id,
+                "mode": mode,
+                "team": r.team,
+                "rank": r.rank,
+                "weight": player.weight,
+                "coefficient": player.coefficient,
+                "mu_before": r.before.mu,
+                "sigma_before": r.before.sigma,
+                "mu_after": r.after.mu,
+                "sigma_after": r.after.sigma,
+            }
         )
-        for r, player in zip(rated.players, given, strict=True)
-    ]
-    stored = response_json(
-        match.match_id,
-        match.mode,
-        played_at.isoformat().replace("+00:00", "Z"),
-        quality,
-        [(o.player_id, o.team, o.mu_before, o.sigma_before, o.mu, o.sigma) for o in outcomes],
-        k,
-    )
-    await repository.apply(session, match_pk, rules.name, played_at, outcomes, quality, stored)
-    after_commit(session, lambda: _count(rules.name, len(outcomes)))
-    return Recorded(stored.encode(), created=True)
+    group.matches.append(MatchWrite(pk, rated.quality, stored.decode(), seq))
+    group.counts.append((mode, len(rated.players)))
+    return Recorded(out, stored, created=True)
+
+
+def _outcomes(
+    prepared: Sequence[_Prepared | AppError], claimed: Claimed, excluded: dict[int, AppError]
+) -> tuple[list[Outcome], _Group, dict[int, AppError]]:
+    """Every match's outcome in the listed order, on the claimed rows; the errors of newly
+    claimed matches the engine refused (their claims must be undone)."""
+    group = _Group(state={key: Rating(mu, sigma) for key, (mu, sigma) in claimed.ratings.items()})
+    references: dict[str, _Reference] = {}
+    refused: dict[int, AppError] = {}
+    refused_ids: set[str] = set()
+    sequence = iter(claimed.sequence)
+    outcomes: list[Outcome] = []
+    for index, item in enumerate(prepared):
+        if isinstance(item, AppError):
+            outcomes.append(item)
+            continue
+        if index in excluded:
+            outcomes.append(excluded[index])
+            continue
+        match_id = item.match.match_id
+        if match_id in refused_ids:  # this round is claimed again; its answers are dropped
+            outcomes.append(excluded.get(index) or Conflict(f"match {match_id!r} is claimed again"))
+            continue
+        try:
+            reference = references.get(match_id)
+            if reference is not None:
+                outcomes.append(_retry(reference, item))
+            elif match_id in claimed.new:
+                recorded = _rate(group, item, claimed.new[match_id], next(sequence))
+                references[match_id] = _Reference(
+                    item.fingerprint, item.played_at, recorded.match.model_copy(update={"created": False})
+                )
+                outcomes.append(recorded)
+            else:
+                stored = claimed.taken.get(match_id)
+                if stored is None:  # pragma: no cover - the claim saw it, and matches are never deleted
+                    raise Conflict(f"match {match_id!r} is being recorded; retry")
+                references[match_id] = _Reference.of(stored)
+                outcomes.append(_retry(references[match_id], item))
+        except AppError as exc:
+            if match_id in claimed.new and match_id not in references:
+                refused[index] = exc
+                refused_ids.add(match_id)
+            outcomes.append(exc)
+    return outcomes, group, refused
+
+
+async def _apply(
+    conn: AsyncConnection[Any], prepared: Sequence[_Prepared | AppError]
+) -> tuple[list[Outcome], _Group]:
+    """Claim, rate and write a group in the caller's transaction. A match the engine refuses
+    after its id was claimed undoes the claims and the group is claimed again without it
+    (rare: a tie in a mode without draws), so nothing of it is written and a later post of
+    its id in the group is judged as the first."""
+    excluded: dict[int, AppError] = {}
+    while True:
+        claims: dict[str, Claim] = {}
+        for index, item in enumerate(prepared):
+            if isinstance(item, _Prepared) and index not in excluded:
+                claims.setdefault(item.match.match_id, item.claim())
+        claimed = await repository.claim(conn, list(claims.values()))
+        outcomes, group, refused = _outcomes(prepared, claimed, excluded)
+        if not refused:
+            break
+        excluded.update(refused)
+        await repository.rollback_claims(conn)
+    if group.matches:
+        await repository.write(conn, list(group.ratings.values()), group.participants, group.matches)
+    return outcomes, group
+
+
+async def record_group(
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
+) -> list[Outcome]:
+    """Record `matches` in one transaction, in the listed order: each one's outcome. Errors of
+    the database propagate (nothing of the group is then applied); metrics count after commit."""
+    async with sessions() as session:
+        # Mode rules come from the per-process cache; the session connects only on a miss.
+        async def resolve(name: str) -> ModeRules:
+            return await modes.resolve(session, name)
+
+        prepared: list[_Prepared | AppError] = []
+        for match in matches:
+            try:
+                prepared.append(match if isinstance(match, AppError) else await _prepare(resolve, match))
+            except AppError as exc:
+                prepared.append(exc)
+    if not any(isinstance(item, _Prepared) for item in prepared):
+        return [item for item in prepared if isinstance(item, AppError)]
+    async with engine.begin() as connection:
+        raw = await connection.get_raw_connection()
+        conn: AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+        outcomes, group = await _apply(conn, prepared)
+    for mode, ratings in group.counts:
+        _count(mode, ratings)
+    return outcomes
 
 
 def _count(mode: str, ratings: int) -> None:
@@ -128,96 +372,9 @@ def _coefficients(match: MatchIn, team_performance: str) -> list[list[float]] | 
     return [[1.0 if p.coefficient is None else p.coefficient for p in team.players] for team in match.teams]
 
 
-def response_json(
-    match_id: str,
-    mode: str,
-    played_at: str,
-    quality: float,
-    players: list[tuple[str, int, float, float, float, float]],
-    k: float,
-) -> str:
-    """The stored response of a rated match: what POST answers, and what a retry gets back.
-    `players` holds (player_id, team, mu before, sigma before, mu after, sigma after)."""
-    response = {
-        "match_id": match_id,
-        "mode": mode,
-        "played_at": played_at,
-        "created": True,
-        "quality": quality,
-        "void": False,
-        "players": [
-            {
-                "player_id": player,
-                "team": team,
-                "before": rating_json(mu_before, sigma_before, k),
-                "after": rating_json(mu_after, sigma_after, k),
-            }
-            for player, team, mu_before, sigma_before, mu_after, sigma_after in players
-        ],
-    }
-    return _dumps(response)
-
-
-def _dumps(response: dict[str, Any]) -> str:
-    # Compact, in MatchOut's field order: a retry's 200 has the 201's bytes but for "created".
-    return json.dumps(response, separators=(",", ":"))
-
-
-def rating_json(mu: float, sigma: float, k: float) -> dict[str, float]:
-    return {"mu": mu, "sigma": sigma, "conservative": conservative(mu, sigma, k)}
-
-
-def replayed_json(response: dict[str, Any], void: bool) -> bytes:
-    """A stored response as a retry gets it: the 201's layout (JSONB reorders keys; floats
-    come back as the same doubles, so they print as before), created false."""
-
-    def rating(stored: dict[str, float]) -> dict[str, float]:
-        return {"mu": stored["mu"], "sigma": stored["sigma"], "conservative": stored["conservative"]}
-
-    ordered = {
-        "match_id": response["match_id"],
-        "mode": response["mode"],
-        "played_at": response["played_at"],
-        "created": False,
-        "quality": response["quality"],
-        "void": void,
-        "players": [
-            {
-                "player_id": p["player_id"],
-                "team": p["team"],
-                "before": rating(p["before"]),
-                "after": rating(p["after"]),
-            }
-            for p in response["players"]
-        ],
-    }
-    return _dumps(ordered).encode()
-
-
-async def _replayed(session: AsyncSession, match: MatchIn, fingerprint: str) -> bytes:
-    """The stored answer when `match` is a retry: the same meaning (fingerprint) and, when it
-    gives one, the same played_at instant (the stored one may be the server's stamp)."""
-    stored = await repository.stored(session, match.match_id)
-    if stored is None:  # pragma: no cover - the claim saw it, and matches are never deleted
-        raise Conflict(f"match {match.match_id!r} is being recorded; retry")
-    if stored.body_hash != fingerprint:
-        raise Conflict(f"match {match.match_id!r} was already recorded with a different body")
-    if match.played_at is not None and match.played_at != stored.played_at:
-        raise Conflict(
-            f"match {match.match_id!r} was already recorded with played_at "
-            f"{stored.played_at.isoformat().replace('+00:00', 'Z')}"
-        )
-    _require_rated(match.match_id, stored.response)
-    return replayed_json(stored.response, stored.void)
-
-
-def _require_rated(match_id: str, response: dict[str, Any]) -> None:
+def _out(match_id: str, response: dict[str, Any], void: bool) -> MatchOut:
     if not response:
         raise Conflict(f"match {match_id!r} was imported and is not rated yet; a replay job rates it")
-
-
-def _out(match_id: str, response: dict[str, Any], void: bool) -> MatchOut:
-    _require_rated(match_id, response)
     return MatchOut.model_validate({**response, "created": False, "void": void})
 
 

@@ -19,16 +19,21 @@ _RATINGS = text("""
 
 _EXISTS = text("SELECT 1 FROM players WHERE id = :player_id")
 
+# Newest first in the order the ratings were applied (applied_seq, drawn under the row locks
+# and restamped by a replay), so each listed `before` is the next older one's `after`. Matches
+# imported and not rated yet have none and come last, by key.
 _HISTORY = text("""
-    SELECT mp.match_pk, m.match_id, m.mode, m.played_at, mp.team, mp.rank, mp.weight, m.void,
+    SELECT coalesce(m.applied_seq, 0) AS seq, mp.match_pk, m.match_id, m.mode, m.played_at,
+           mp.team, mp.rank, mp.weight, m.void,
            mp.mu_before, mp.sigma_before, mp.mu_after, mp.sigma_after, mo.conservative_k
     FROM match_players mp
     JOIN matches m ON m.id = mp.match_pk
     JOIN modes mo ON mo.name = m.mode
     WHERE mp.player_id = :player_id
       AND (CAST(:mode AS varchar) IS NULL OR mp.mode = :mode)
-      AND (CAST(:before AS bigint) IS NULL OR mp.match_pk < :before)
-    ORDER BY mp.match_pk DESC
+      AND (CAST(:before_seq AS bigint) IS NULL
+           OR (coalesce(m.applied_seq, 0), mp.match_pk) < (:before_seq, CAST(:before_pk AS bigint)))
+    ORDER BY coalesce(m.applied_seq, 0) DESC, mp.match_pk DESC
     LIMIT :limit
 """)
 
@@ -63,10 +68,12 @@ async def history(
     session: AsyncSession,
     player_id: str,
     mode: str | None,
-    before: int | None,
+    before: tuple[int, int] | None,
     limit: int,
 ) -> list[Any]:
-    params = {"player_id": player_id, "mode": mode, "before": before, "limit": limit}
+    """A page of the player's matches, newest applied first, after the (seq, match_pk) `before`."""
+    seq, pk = before if before is not None else (None, None)
+    params = {"player_id": player_id, "mode": mode, "before_seq": seq, "before_pk": pk, "limit": limit}
     return list((await session.execute(_HISTORY, params)).all())
 
 

@@ -53,7 +53,11 @@ async def player_matches(
 ) -> PlayerMatches:
     if not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
-    rows = await repository.history(session, player_id, mode, pagination.decode(cursor), limit + 1)
+    before = None
+    if cursor is not None:
+        seq, pk = pagination.decode_values(cursor, (int, int))
+        before = (seq, pk)
+    rows = await repository.history(session, player_id, mode, before, limit + 1)
     page = rows[:limit]
     return PlayerMatches(
         matches=[
@@ -70,7 +74,9 @@ async def player_matches(
             )
             for r in page
         ],
-        next_cursor=pagination.encode(page[-1].match_pk) if len(rows) > limit else None,
+        next_cursor=pagination.encode_values([page[-1].seq, page[-1].match_pk])
+        if len(rows) > limit
+        else None,
     )
 
 

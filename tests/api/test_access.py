@@ -24,6 +24,7 @@ NEEDS = {
     "get_mode": "read",
     "put_mode": "admin",
     "post_match": "results:write",
+    "post_matches_batch": "results:write",
     "get_match": "read",
     "void_match": "admin",
     "get_player": "read",

@@ -75,10 +75,20 @@ async def scenario(api: Client | AsyncClient) -> None:
     again = await ready(api.post_match(match))
     assert (first.created, again.created) == (True, False)
     assert (await ready(api.get_match(f"{mode}-m1"))).players == first.players
+    second = {**match, "match_id": f"{mode}-m2"}
+    batch = await ready(api.post_matches_batch([match, second, {"match_id": f"{mode}-m2"}]))
+    assert [(r.match_id, r.status) for r in batch.results] == [
+        (f"{mode}-m1", 200),
+        (f"{mode}-m2", 201),
+        (f"{mode}-m2", 422),
+    ]
     assert {r.mode for r in (await ready(api.get_player(p1))).ratings} == {mode}
     history = await ready(api.player_matches(p1, mode=mode, limit=10))
-    assert [m.match_id for m in history.matches] == [f"{mode}-m1"] and history.next_cursor is None
-    assert len((await ready(api.get_learning_curve(p1, mode=mode))).online) == 1
+    assert [m.match_id for m in history.matches] == [
+        f"{mode}-m2",
+        f"{mode}-m1",
+    ] and history.next_cursor is None
+    assert len((await ready(api.get_learning_curve(p1, mode=mode))).online) == 2
 
     evaluated = await ready(api.evaluate_lobby({"mode": mode, "teams": [[p1], [p2]]}))
     assert sum(evaluated.win_probabilities) == pytest.approx(1.0)

@@ -1,0 +1,206 @@
+"""POST /v1/matches/batch: each item stands alone, exactly once across batches and single
+posts, an envelope 422 applies nothing, and ratings equal posting the same matches singly."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import httpx
+
+from app.client import AsyncClient
+
+
+def match(match_id: str, mode: str, *teams: list[str], ranks: list[float] | None = None) -> dict[str, Any]:
+    ranks = ranks if ranks is not None else list(range(len(teams)))
+    return {
+        "match_id": match_id,
+        "mode": mode,
+        "teams": [
+            {"players": [{"id": p} for p in team], "rank": r} for team, r in zip(teams, ranks, strict=True)
+        ],
+    }
+
+
+async def post_batch(
+    client: httpx.AsyncClient, headers: dict[str, str], items: list[Any]
+) -> list[dict[str, Any]]:
+    response = await client.post("/v1/matches/batch", json={"matches": items}, headers=headers)
+    assert response.status_code == 200, response.text
+    results: list[dict[str, Any]] = response.json()["results"]
+    assert len(results) == len(items)
+    return results
+
+
+async def test_every_item_gets_what_a_single_post_would(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    taken = match(f"{mode}-taken", mode, ["a1"], ["a2"])
+    assert (await client.post("/v1/matches", json=taken, headers=admin_headers)).status_code == 201
+    both = match(f"{mode}-both", mode, ["b1"], ["b2"])
+    both["teams"][0]["score"] = 3  # rank and score on one team: a cross-field rule
+    items: list[Any] = [
+        match(f"{mode}-new", mode, ["n1"], ["n2"]),  # 201
+        taken,  # 200: the stored match
+        match(f"{mode}-taken", mode, ["a1"], ["zz"]),  # 409: another match under a used id
+        {"match_id": f"{mode}-bad", "mode": mode},  # 422: no teams
+        both,  # 422: cross-field
+        match(f"{mode}-nomode", f"{mode}-missing", ["c1"], ["c2"]),  # 422: unknown mode
+        "not a match",  # 422: not even an object
+        match(f"{mode}-last", mode, ["n1"], ["a1"]),  # 201, after the failures
+    ]
+    results = await post_batch(client, admin_headers, items)
+    assert [r["status"] for r in results] == [201, 200, 409, 422, 422, 422, 422, 201]
+    assert [r["match_id"] for r in results] == [
+        f"{mode}-new",
+        f"{mode}-taken",
+        f"{mode}-taken",
+        f"{mode}-bad",
+        f"{mode}-both",
+        f"{mode}-nomode",
+        None,
+        f"{mode}-last",
+    ]
+    for result in results:
+        assert (result["match"] is None) == (result["status"] >= 400)
+        assert (result["problem"] is None) == (result["status"] < 400)
+        if result["problem"] is not None:
+            assert result["problem"]["status"] == result["status"]
+            assert result["problem"]["instance"] == "/v1/matches/batch"
+    assert results[0]["match"]["created"] is True and results[1]["match"]["created"] is False
+    # The stored match, byte for byte as the single post's retry gets it.
+    single = await client.post("/v1/matches", json=taken, headers=admin_headers)
+    assert single.status_code == 200 and results[1]["match"] == single.json()
+    # Validation problems are the single post's, detail and located errors alike.
+    for index in (3, 4):
+        alone = await client.post("/v1/matches", json=items[index], headers=admin_headers)
+        assert alone.status_code == 422
+        assert results[index]["problem"]["detail"] == alone.json()["detail"]
+        assert results[index]["problem"]["errors"] == alone.json()["errors"]
+    # The last item played after the others were refused: n1 had played the first item.
+    assert results[7]["match"]["players"][0]["before"] == results[0]["match"]["players"][0]["after"]
+    fetched = await client.get(f"/v1/matches/{mode}-last", headers=admin_headers)
+    assert fetched.json() == {**results[7]["match"], "created": False}
+
+
+async def test_a_repeated_id_counts_as_posted_after_the_first(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    first = match(f"{mode}-x", mode, ["x1"], ["x2"])
+    other = match(f"{mode}-x", mode, ["x2"], ["x1"])
+    results = await post_batch(client, admin_headers, [first, first, other, first])
+    assert [r["status"] for r in results] == [201, 200, 409, 200]
+    assert results[1]["match"] == {**results[0]["match"], "created": False}
+    # Across batches and single posts alike.
+    again = await post_batch(client, admin_headers, [other, first])
+    assert [r["status"] for r in again] == [409, 200]
+    assert (await client.post("/v1/matches", json=first, headers=admin_headers)).status_code == 200
+    player = (await client.get("/v1/players/x1", headers=admin_headers)).json()
+    assert next(r for r in player["ratings"] if r["mode"] == mode)["matches"] == 1
+    # A 422 first leaves the id free: the next item with it is the first post.
+    bad = {**first, "match_id": f"{mode}-y", "teams": first["teams"][:1]}
+    good = {**first, "match_id": f"{mode}-y"}
+    assert [r["status"] for r in await post_batch(client, admin_headers, [bad, good, good])] == [
+        422,
+        201,
+        200,
+    ]
+
+
+async def test_a_tie_the_mode_cannot_rate_fails_alone_and_frees_its_id(
+    api: AsyncClient, client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    await api.put_mode(mode, draw_probability=0.0)
+    tie = match(f"{mode}-t", mode, ["t1"], ["t2"], ranks=[1, 1])
+    win = match(f"{mode}-t", mode, ["t1"], ["t2"], ranks=[1, 2])
+    other = match(f"{mode}-o", mode, ["t1"], ["t3"])
+    results = await post_batch(client, admin_headers, [tie, other, win, tie])
+    assert [r["status"] for r in results] == [422, 201, 201, 409]
+    # The refused tie wrote nothing: t2 first played in the third item, at the prior.
+    assert results[2]["match"]["players"][1]["before"]["mu"] == 25.0
+    assert results[2]["match"]["players"][0]["before"] == results[1]["match"]["players"][0]["after"]
+
+
+async def test_an_envelope_that_is_not_1_to_1000_matches_applies_nothing(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    good = match(f"{mode}-e", mode, ["e1"], ["e2"])
+    for body in (
+        {"matches": []},
+        {"matches": [good] * 1001},
+        {"matches": good},
+        {"match": [good]},
+        {"matches": [good], "extra": 1},
+        [good],
+    ):
+        response = await client.post("/v1/matches/batch", json=body, headers=admin_headers)
+        assert response.status_code == 422, body
+        assert response.headers["content-type"].startswith("application/problem+json")
+    assert (await client.get(f"/v1/matches/{mode}-e", headers=admin_headers)).status_code == 404
+    player = (await client.get("/v1/players/e1", headers=admin_headers)).json()
+    assert mode not in {r["mode"] for r in player.get("ratings", [])}
+
+
+def random_match(rng: random.Random, match_id: str, mode: str, players: list[str]) -> dict[str, Any]:
+    """Mixed shapes: 1v1, 2v2, 3v3, free-for-all of 3 or 4, partial play, draws, scores."""
+    size, count = rng.choice([(1, 2), (2, 2), (3, 2), (1, 3), (1, 4), (2, 3)])
+    chosen = rng.sample(players, size * count)
+    teams: list[dict[str, Any]] = []
+    for index in range(count):
+        team = [{"id": p} for p in chosen[index * size : (index + 1) * size]]
+        if rng.random() < 0.2:
+            team[0]["weight"] = rng.choice([0.25, 0.5, 1.0])
+        teams.append({"players": team})
+    scored = rng.random() < 0.3
+    for team in teams:
+        value = rng.randint(0, count - 1)
+        team["score" if scored else "rank"] = value
+    return {"match_id": match_id, "mode": mode, "teams": teams}
+
+
+async def test_batches_interleaved_with_single_posts_rate_as_singles_do(api: AsyncClient, mode: str) -> None:
+    """The same matches, in one mode through batches and single posts interleaved, and in
+    another mode one post at a time: every rating equal to the bit."""
+    singly = f"{mode}-s"
+    await api.put_mode(singly)
+    rng = random.Random(23)
+    players = [f"{mode}-p{i}" for i in range(14)]
+    bodies = [random_match(rng, f"{mode}-{n}", mode, players) for n in range(240)]
+    mixed: dict[str, Any] = {}
+    position = 0
+    while position < len(bodies):
+        take = rng.choice([1, 1, 3, 17, 40])
+        chunk = bodies[position : position + take]
+        position += take
+        if len(chunk) == 1 and rng.random() < 0.7:
+            mixed[chunk[0]["match_id"]] = await api.post_match(chunk[0])
+            continue
+        # A retry of an earlier match rides along and changes nothing.
+        extra = [bodies[rng.randrange(position - take + 1)]] if position > take else []
+        batch = await api.post_matches_batch(chunk + extra)
+        for result in batch.results[: len(chunk)]:
+            assert result.status == 201, result.problem
+            assert result.match is not None
+            mixed[result.match.match_id] = result.match
+        assert [r.status for r in batch.results[len(chunk) :]] == [200] * len(extra)
+    for body in bodies:
+        alone = await api.post_match({**body, "match_id": body["match_id"] + "-s", "mode": singly})
+        got = mixed[body["match_id"]]
+        assert got.quality == alone.quality
+        assert [(p.player_id, p.before, p.after) for p in got.players] == [
+            (p.player_id, p.before, p.after) for p in alone.players
+        ]
+    for player in players:
+        ratings = {r.mode: r for r in (await api.get_player(player)).ratings}
+        assert (ratings[mode].rating, ratings[mode].matches, ratings[mode].wins, ratings[mode].draws) == (
+            ratings[singly].rating,
+            ratings[singly].matches,
+            ratings[singly].wins,
+            ratings[singly].draws,
+        )
+    # Leaderboard counts exact after the batches: every player ranked, rank = 1 + those ahead.
+    board = (await api.get_leaderboard(mode, limit=100)).entries
+    assert sorted(e.player_id for e in board) == sorted(players)
+    for index, entry in enumerate(board):
+        standing = await api.get_leaderboard_standing(mode, entry.player_id, around=0)
+        assert (standing.rank, standing.total) == (index + 1, len(players))

@@ -1,0 +1,182 @@
+"""Group commit on POST /v1/matches: posts that arrive together share one transaction, are
+applied in arrival order, each gets its own answer, and no update is lost under concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from typing import Any
+
+import httpx
+import psycopg
+from fastapi import FastAPI
+
+from app.client import AsyncClient
+from app.errors import AppError, Conflict
+from app.matches.group_commit import GroupCommit
+from app.matches.schemas import MatchIn
+from app.matches.service import Recorded
+from tests.conftest import ADMIN_KEY
+
+
+def one_v_one(match_id: str, mode: str, winner: str, loser: str) -> MatchIn:
+    return MatchIn.model_validate(
+        {
+            "match_id": match_id,
+            "mode": mode,
+            "teams": [{"players": [{"id": winner}], "rank": 1}, {"players": [{"id": loser}], "rank": 2}],
+        }
+    )
+
+
+async def gathered(app: FastAPI, matches: list[MatchIn]) -> list[Recorded | BaseException]:
+    """Post `matches` at once through a fresh group-commit queue, in list order."""
+    resources = app.state.resources
+    queue = GroupCommit(resources.engine, resources.sessions)
+    try:
+        return await asyncio.gather(*(queue.record(m) for m in matches), return_exceptions=True)
+    finally:
+        await queue.close()
+
+
+async def test_posts_queued_together_commit_in_one_transaction_in_arrival_order(
+    app: FastAPI, database_url: str, mode: str
+) -> None:
+    players = [f"{mode}-g{i}" for i in range(4)]
+    rng = random.Random(1)
+    matches = [one_v_one(f"{mode}-{n}", mode, *rng.sample(players, 2)) for n in range(20)]
+    outcomes = await gathered(app, matches)
+    assert all(isinstance(o, Recorded) and o.created for o in outcomes)
+    # Each match saw the ratings the matches queued before it left, player by player.
+    last: dict[str, Any] = {}
+    for outcome in outcomes:
+        assert isinstance(outcome, Recorded)
+        for player in outcome.match.players:
+            if player.player_id in last:
+                assert player.before == last[player.player_id]
+            last[player.player_id] = player.after
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT match_id, xmin::text FROM matches WHERE mode = %s ORDER BY applied_seq", (mode,)
+        ).fetchall()
+    assert [r[0] for r in rows] == [m.match_id for m in matches]  # applied in arrival order
+    assert len({r[1] for r in rows}) == 1  # by one transaction
+
+
+async def test_one_conflict_in_a_group_fails_alone(app: FastAPI, database_url: str, mode: str) -> None:
+    first = await gathered(app, [one_v_one(f"{mode}-used", mode, "c1", "c2")])
+    assert isinstance(first[0], Recorded)
+    matches = [
+        one_v_one(f"{mode}-a", mode, "c1", "c3"),
+        one_v_one(f"{mode}-used", mode, "c2", "c1"),  # another match under a used id: 409
+        one_v_one(f"{mode}-used", mode, "c1", "c2"),  # the stored match again: 200
+        one_v_one(f"{mode}-b", mode, "c3", "c2"),
+        one_v_one(f"{mode}-b", mode, "c2", "c3"),  # differs from the earlier item: 409
+        one_v_one(f"{mode}-c", mode, "c2", "c1"),
+    ]
+    outcomes = await gathered(app, matches)
+    kinds = [("error", o.status) if isinstance(o, AppError) else ("ok", o.created) for o in outcomes]  # type: ignore[union-attr]
+    assert kinds == [("ok", True), ("error", 409), ("ok", False), ("ok", True), ("error", 409), ("ok", True)]
+    assert isinstance(outcomes[1], Conflict) and "different body" in outcomes[1].detail
+    with psycopg.connect(database_url) as conn:
+        count = conn.execute(
+            "SELECT matches FROM ratings WHERE mode = %s AND player_id = 'c1'", (mode,)
+        ).fetchone()
+    assert count == (3,)  # used, a, c
+
+
+async def test_concurrent_http_posts_each_get_their_own_answer(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    used = one_v_one(f"{mode}-used", mode, "h1", "h2").model_dump(mode="json", exclude_none=True)
+    assert (await client.post("/v1/matches", json=used, headers=admin_headers)).status_code == 201
+    bodies = [
+        one_v_one(f"{mode}-{n}", mode, f"h{n % 3}", f"h{n % 3 + 3}").model_dump(
+            mode="json", exclude_none=True
+        )
+        for n in range(12)
+    ]
+    bodies[5] = {**used, "teams": list(reversed(used["teams"]))}
+    bodies[7] = {**bodies[7], "teams": bodies[7]["teams"][:1]}  # one team: 422
+    responses = await asyncio.gather(
+        *(client.post("/v1/matches", json=b, headers=admin_headers) for b in bodies)
+    )
+    assert [r.status_code for r in responses] == [201] * 5 + [409] + [201] + [422] + [201] * 4
+
+
+def chain_breaks(history: list[dict[str, Any]]) -> list[str]:
+    """Listed newest first: each match's `before` must be the next older one's `after`."""
+    return [
+        newer["match_id"] for newer, older in itertools.pairwise(history) if newer["before"] != older["after"]
+    ]
+
+
+async def test_16_clients_over_shared_players_leave_unbroken_histories(live_server: str) -> None:
+    async with AsyncClient(live_server, ADMIN_KEY) as api:
+        mode = f"gc-{random.randrange(16**8):08x}"
+        await api.put_mode(mode)
+    rng = random.Random(16)
+    players = [f"{mode}-p{i}" for i in range(120)]
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    for n in range(1200):
+        chosen = rng.sample(players, 4)
+        queue.put_nowait(
+            {  # played_at left to the server: the stamp is no order of application
+                "match_id": f"{mode}-{n}",
+                "mode": mode,
+                "teams": [
+                    {"players": [{"id": chosen[0]}, {"id": chosen[1]}], "rank": rng.randint(1, 2)},
+                    {"players": [{"id": chosen[2]}, {"id": chosen[3]}], "rank": rng.randint(1, 2)},
+                ],
+            }
+        )
+    statuses: list[int] = []
+
+    async def poster() -> None:
+        async with httpx.AsyncClient(
+            base_url=live_server, headers={"Authorization": f"Bearer {ADMIN_KEY}"}, timeout=60
+        ) as http:
+            while not queue.empty():
+                statuses.append((await http.post("/v1/matches", json=queue.get_nowait())).status_code)
+
+    await asyncio.gather(*(poster() for _ in range(16)))
+    assert statuses == [201] * 1200
+    async with httpx.AsyncClient(
+        base_url=live_server, headers={"Authorization": f"Bearer {ADMIN_KEY}"}, timeout=60
+    ) as http:
+        for player in players:
+            history: list[dict[str, Any]] = []
+            cursor: str | None = None
+            while True:
+                params: dict[str, Any] = {"mode": mode, "limit": 7}
+                if cursor is not None:
+                    params["cursor"] = cursor
+                page = (await http.get(f"/v1/players/{player}/matches", params=params)).json()
+                history += page["matches"]
+                cursor = page["next_cursor"]
+                if cursor is None:
+                    break
+            assert chain_breaks(history) == [], player
+            rating = next(
+                r for r in (await http.get(f"/v1/players/{player}")).json()["ratings"] if r["mode"] == mode
+            )
+            assert rating["matches"] == len(history) > 0
+            assert history[0]["after"] == rating["rating"]
+            assert history[-1]["before"]["mu"] == 25.0
+
+
+async def test_an_unreachable_database_fails_every_post_of_the_group(app: FastAPI, mode: str) -> None:
+    from app.db.engine import build_engine, build_sessionmaker
+
+    resources = app.state.resources
+    engine = build_engine(resources.settings, "postgresql://postgres@127.0.0.1:1/nowhere")
+    queue = GroupCommit(engine, build_sessionmaker(engine))
+    matches = [one_v_one(f"{mode}-u{n}", mode, f"u{n}", f"v{n}") for n in range(6)]
+    try:
+        async with asyncio.timeout(120):  # a post left waiting would hang here
+            outcomes = await asyncio.gather(*(queue.record(m) for m in matches), return_exceptions=True)
+    finally:
+        await queue.close()
+        await engine.dispose()
+    assert all(isinstance(o, Exception) and not isinstance(o, AppError) for o in outcomes), outcomes
