@@ -78,3 +78,23 @@ def rate_two_team_batch(
     new_ws = np.sqrt(wv * ((1.0 - wratio) + wratio * keep_w))
     new_ls = np.sqrt(lv * ((1.0 - lratio) + lratio * keep_w))
     return new_wm, new_ws, new_lm, new_ls
+
+
+def two_team_quality_batch(
+    first_mu: Array, first_sigma: Array, second_mu: Array, second_sigma: Array, beta: float
+) -> Array:
+    """Seed 000 eq. 7 for many two-team matches of unit weights, one per row.
+
+    `prediction.match_quality` with two teams collapses to
+    q = sqrt((N_1 + N_2)/(D_1 + D_2))·exp(−½(m_1 − m_2)²/(D_1 + D_2)), with m_k the team's
+    Σ mu, D_k its Σ (sigma² + beta²) and N_k its players·beta²: the path determinants of two
+    teams are sums, and the scatter about the weighted centre is the squared gap over D_1 + D_2.
+    """
+    beta2 = beta * beta
+    gap = first_mu.sum(axis=1) - second_mu.sum(axis=1)
+    spread = (first_sigma * first_sigma + beta2).sum(axis=1) + (second_sigma * second_sigma + beta2).sum(
+        axis=1
+    )
+    noise = (first_mu.shape[1] + second_mu.shape[1]) * beta2
+    quality: Array = np.sqrt(noise / spread) * np.exp(-0.5 * gap * gap / spread)
+    return quality
