@@ -143,6 +143,8 @@ async def fresh_table(conn: psycopg.AsyncConnection[Any], table: str, select: st
     a lock that keeps the table's writers out (its readers go on until `swap_in`). A table
     with triggers is refused (its transaction fails, and nothing changes)."""
     fresh = Fresh(table, f"{table}__fresh")
+    # Each index is built by one sort: in memory where it fits (a default of 64 MB is not much).
+    await conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
     triggers = await _rows(
         conn,
         "SELECT count(*) FROM pg_trigger WHERE tgrelid = CAST(%s AS regclass) AND NOT tgisinternal",
@@ -231,7 +233,11 @@ async def swap_in(conn: psycopg.AsyncConnection[Any], tables: Sequence[Fresh]) -
                 await conn.execute(f"ALTER INDEX {temporary} RENAME TO {original}")
     for table, constraint, definition in outside:
         await conn.execute(f"ALTER TABLE {table} ADD CONSTRAINT {constraint} {definition}")
+    # The planner's first statistics of the new tables, from a small sample and without the
+    # documents (a stored response) nobody filters on; autovacuum's analyse of the inserted
+    # rows refines them later.
+    await conn.execute("SET LOCAL default_statistics_target = 10")
     for fresh in tables:
-        # The planner's statistics, but for documents (a stored response) nobody filters on.
         analysed = await columns_of(conn, fresh.table, "AND atttypid <> CAST('jsonb' AS regtype)")
         await conn.execute(f"ANALYZE {fresh.table} ({', '.join(analysed)})")
+    await conn.execute("RESET default_statistics_target")
