@@ -5,6 +5,7 @@ top; a swap that fails changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import random
 from typing import Any
@@ -230,3 +231,42 @@ async def test_a_failed_swap_of_fresh_tables_changes_nothing(
             conn.execute(f"DROP VIEW {view}")
     assert snapshot(database_url, mode) == before
     assert catalog(database_url) == schema
+
+
+async def test_posts_to_other_modes_during_a_swap_of_fresh_tables_wait_and_land(
+    app: FastAPI,
+    api: AsyncClient,
+    client: httpx.AsyncClient,
+    admin_headers: Headers,
+    mode: str,
+    database_url: str,
+) -> None:
+    rng = random.Random(14)
+    await post_all(api, history_bodies(mode, rng, [f"{mode}-s{i}" for i in range(10)], 60))
+    other = f"{mode}-other"
+    await api.put_mode(other)
+    replaying = asyncio.ensure_future(
+        service.run_replay(app.state.resources.sessions, mode, nothing, fresh=True)
+    )
+    answers = []
+    number = 0
+    while not replaying.done() or number < 5:
+        body = {
+            "match_id": f"{other}-{number}",
+            "mode": other,
+            "teams": [
+                {"players": [{"id": f"{other}-a"}], "rank": 0},
+                {"players": [{"id": f"{other}-b"}], "rank": 1},
+            ],
+        }
+        answers.append((await client.post("/v1/matches", json=body, headers=admin_headers)).status_code)
+        number += 1
+    assert (await replaying)["fresh_tables"] is True
+    assert set(answers) == {201}
+    with psycopg.connect(database_url) as conn:
+        stored = conn.execute(
+            "SELECT count(*), count(DISTINCT applied_seq) FROM matches WHERE mode = %s", (other,)
+        ).fetchone()
+    assert stored == (number, number)
+    assert check_chains(database_url, other, {}) == 2
+    assert check_chains(database_url, mode, {}) == 10
