@@ -61,10 +61,6 @@ class AppError(Exception):
         return title_of(self.status)
 
 
-class BadRequest(AppError):
-    status = 400
-
-
 class Unauthorized(AppError):
     status = 401
 
@@ -80,16 +76,16 @@ class NotFound(AppError):
     status = 404
 
 
+class UnknownMode(NotFound):
+    """The 404 of a mode that does not exist, saying how to make it: every package that
+    reads a mode raises it, so it lives here rather than in app.modes."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"mode {name!r} does not exist; create it with PUT /v1/modes/{name} (admin)")
+
+
 class Conflict(AppError):
     status = 409
-
-
-class PayloadTooLarge(AppError):
-    status = 413
-
-
-class UnsupportedMediaType(AppError):
-    status = 415
 
 
 class ValidationFailed(AppError):
@@ -98,10 +94,3 @@ class ValidationFailed(AppError):
 
 class TooManyRequests(AppError):
     status = 429
-
-
-class ServiceUnavailable(AppError):
-    status = 503
-
-    def __init__(self, detail: str, retry_after: int = 2) -> None:
-        super().__init__(detail, headers={"Retry-After": str(retry_after)})

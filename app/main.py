@@ -1,4 +1,4 @@
-"""The app factory. Engine, Redis client and settings are built in the lifespan."""
+"""The app factory. Settings are read once, here; engine and Redis client are built in the lifespan."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from redis.asyncio import Redis
-from sqlalchemy import text
 
 from app import background
 from app.api import (
@@ -53,24 +52,11 @@ def build_redis(settings: Settings, url: str) -> Redis:
     return pack_with_hiredis(client)
 
 
-async def wait_for_database(engine: object, seconds: float) -> None:
-    """Retry SELECT 1 until the database answers or `seconds` pass; then raise."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while True:
-        try:
-            async with engine.connect() as conn:  # type: ignore[attr-defined]
-                await conn.execute(text("SELECT 1"))
-            return
-        except Exception as exc:
-            if asyncio.get_running_loop().time() >= deadline:
-                raise ConnectionError(f"cannot reach the database after {seconds:g}s: {exc}") from exc
-            await asyncio.sleep(0.5)
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
+    config = settings or Settings()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        config = settings or Settings()
         embedded = EmbeddedServers(config.data_dir)
         database_url = config.database_url or embedded.start_postgres()
         redis_url = config.redis_url or embedded.start_redis()
@@ -116,7 +102,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ui.router,
     ):
         app.include_router(router)
-    max_body = (settings or Settings()).max_body_bytes
-    app.add_middleware(RequestBody, max_bytes=max_body)
+    app.add_middleware(RequestBody, max_bytes=config.max_body_bytes)
     app.add_middleware(RequestContext)
     return app

@@ -9,7 +9,8 @@ address with SO_REUSEPORT, and the kernel spreads new connections over them by h
 The sockets are bound here, in the supervising process, before any worker starts: a worker
 that dies leaves its socket listening, so its share of new connections waits for the
 replacement rather than being refused. Workers are uvicorn's own worker processes (the same
-health pings and signal handling as `uvicorn --workers`).
+health pings and signal handling as `uvicorn --workers`). That class is not uvicorn's public
+API, so uvicorn is pinned exactly and tests/infra/test_uvicorn_pin.py checks what is used here.
 
 Linux only; elsewhere (no SO_REUSEPORT load balancing) `serve` uses uvicorn's workers.
 """

@@ -37,6 +37,7 @@ import time
 import httpx
 import psycopg
 
+from app.db.conservative import conservative_sql
 from app.evaluation.datasets import ENVIRONMENT, DatasetMissing, root
 from bench.serving import serving
 
@@ -52,13 +53,13 @@ def seed(url: str, players: int) -> float:
         )
         # One statement: the trigger counts the million rows in one grouped insert.
         conn.execute(
-            """
+            f"""
             INSERT INTO ratings (player_id, mode, mu, sigma, conservative, matches)
-            SELECT id, %(mode)s, mu, sigma, mu - 3 * sigma, matches FROM (
+            SELECT s.id, m.name, s.mu, s.sigma, {conservative_sql("s.mu", "s.sigma")}, s.matches FROM (
                 SELECT 'L' || g AS id, 25 + 8 * (random() + random() + random() - 1.5) AS mu,
                        0.8 + 7.5 * random() AS sigma, (random() * 200)::int AS matches
                 FROM generate_series(1, %(players)s) g
-            ) AS s
+            ) AS s, modes m WHERE m.name = %(mode)s
             """,
             {"mode": MODE, "players": players},
         )

@@ -16,6 +16,18 @@ config = context.config
 target_metadata = Base.metadata
 
 
+def include_object(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
+    """Compare only the tables that have models (app/db/models.py): the migrations own the
+    schema, and the other tables are written by SQL, not described twice."""
+    return not (type_ == "table" and reflected and compare_to is None)
+
+
+def _configure(**options: object) -> None:
+    context.configure(
+        target_metadata=target_metadata, include_object=include_object, compare_type=True, **options
+    )
+
+
 def _url() -> str:
     url = config.attributes.get("url") or os.environ.get("DATABASE_URL")
     if not url:
@@ -26,7 +38,7 @@ def _url() -> str:
 
 
 def run_migrations_offline() -> None:
-    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True, compare_type=True)
+    _configure(url=_url(), literal_binds=True)
     with context.begin_transaction():
         context.run_migrations()
 
@@ -34,14 +46,14 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is not None:
-        context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+        _configure(connection=connection)
         with context.begin_transaction():
             context.run_migrations()
         return
     # No server-side prepared statements: migrations may run through PgBouncer (app/db/engine.py).
     engine = create_engine(_url(), poolclass=pool.NullPool, connect_args=NO_PREPARED_STATEMENTS)
     with engine.connect() as conn:
-        context.configure(connection=conn, target_metadata=target_metadata, compare_type=True)
+        _configure(connection=conn)
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

@@ -95,7 +95,7 @@ def test_an_unknown_mode_is_one_line_and_status_1(database_url: str, command: st
 def test_log_level_debug_shows_the_traceback(database_url: str) -> None:
     result = run("replay", "--mode", "zzz", DATABASE_URL=database_url, LOG_LEVEL="DEBUG")
     assert result.returncode == 1
-    assert "Traceback" in result.stderr and "NotFound" in result.stderr
+    assert "Traceback" in result.stderr and "UnknownMode" in result.stderr
 
 
 def test_a_missing_import_file_is_one_line(database_url: str, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from app.api.deps import Resources, resources
-from app.api.problems import problem
+from app.api.problems import unavailable
 from app.queues import service as queues
 
 router = APIRouter(tags=["operations"])
@@ -45,9 +45,7 @@ async def readyz(request: Request, res: Annotated[Resources, Depends(resources)]
 
     await asyncio.gather(check_postgres(), check_redis())
     if failed:
-        return problem(
-            503, f"not ready: {', '.join(sorted(failed))} unavailable", request, headers={"Retry-After": "2"}
-        )
+        return unavailable(f"not ready: {', '.join(sorted(failed))} unavailable", request)
     return JSONResponse({"status": "ready", "postgres": "ok", "redis": "ok"})
 
 

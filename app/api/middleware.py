@@ -34,6 +34,13 @@ def _route_of(scope: Scope) -> str:
     return getattr(route, "path", None) or "unmatched"
 
 
+def _logged_path(scope: Scope, route: str) -> str:
+    """The path as the access log writes it: a path that names a player is written as its
+    route ("/v1/players/{player_id}"), so that no log keeps a player id the service may be
+    asked to erase (app.erasure)."""
+    return route if "{player_id}" in route else str(scope["path"])
+
+
 class RequestContext:
     """Accept or make X-Request-ID, echo it, log the request, time it by route."""
 
@@ -66,15 +73,16 @@ class RequestContext:
             status = str(status_holder["status"])
             REQUEST_LATENCY.labels(scope["method"], route, status).observe(elapsed)
             REQUESTS.labels(scope["method"], route, status).inc()
+            path = _logged_path(scope, route)
             log.info(
                 "%s %s %s %.1fms",
                 scope["method"],
-                scope["path"],
+                path,
                 status,
                 elapsed * 1000,
                 extra={
                     "method": scope["method"],
-                    "path": scope["path"],
+                    "path": path,
                     "status": int(status),
                     "duration_ms": round(elapsed * 1000, 2),
                 },

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response, status
 
 from app import pagination
-from app.api.deps import AdminKey, ReadKey, SessionDep
-from app.ids import Identifier
+from app.api.deps import AdminKey, ReadKey, RedisDep, SessionDep
+from app.erasure import service as erasure
+from app.ids import Identifier, PlayerId
 from app.players import service
 from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut, RatingSet
 
@@ -48,7 +49,15 @@ async def get_learning_curve(
 
 @router.put("/{player_id}/ratings/{mode}", operation_id="put_player_rating", response_model=PlayerOut)
 async def put_player_rating(
-    player_id: Identifier, mode: Identifier, body: RatingSet, session: SessionDep, _: AdminKey
+    player_id: PlayerId, mode: Identifier, body: RatingSet, session: SessionDep, _: AdminKey
 ) -> PlayerOut:
     """Seed or override a rating (for migrations from other systems); counters are kept."""
     return await service.set_rating(session, player_id, mode, body)
+
+
+@router.delete("/{player_id}", operation_id="delete_player", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_player(player_id: Identifier, session: SessionDep, redis: RedisDep, _: AdminKey) -> Response:
+    """Erase a player (GDPR art. 17): ratings, learning curves and tickets go, and their matches
+    and proposals name a pseudonym instead. 204, also when there was nothing to erase."""
+    await erasure.erase_player(session, redis, player_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -41,6 +41,15 @@ def problem(
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM)
 
 
+# Seconds a client should wait before retrying when PostgreSQL or Redis is unavailable.
+RETRY_AFTER_S = 2
+
+
+def unavailable(detail: str, request: Request) -> JSONResponse:
+    """503 for a store that is down or whose connection was lost: worth a retry, after a pause."""
+    return problem(503, detail, request, headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
 def _database_problem(request: Request, error: BaseException | None, lost: bool) -> JSONResponse:
     """A database error as problem+json: a value PostgreSQL cannot hold is the client's input
     (422), a lost connection is worth a retry (503), anything else is ours (500)."""
@@ -49,9 +58,7 @@ def _database_problem(request: Request, error: BaseException | None, lost: bool)
         log.warning("rejected value: %s", error.__class__.__name__)
         return problem(422, f"a value cannot be stored: {str(error).splitlines()[0]}", request)
     if lost:
-        return problem(
-            503, "the database connection was lost; retry shortly", request, headers={"Retry-After": "2"}
-        )
+        return unavailable("the database connection was lost; retry shortly", request)
     log.exception("database error")
     return problem(500, "internal error", request)
 
@@ -86,9 +93,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(OperationalError)
     async def database_down(request: Request, exc: OperationalError) -> JSONResponse:
         log.warning("database unavailable: %s", exc.__class__.__name__)
-        return problem(
-            503, "the database is unavailable; retry shortly", request, headers={"Retry-After": "2"}
-        )
+        return unavailable("the database is unavailable; retry shortly", request)
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError) -> JSONResponse:
@@ -105,9 +110,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RedisError)
     async def redis_down(request: Request, exc: RedisError) -> JSONResponse:
         log.warning("redis unavailable: %s", exc.__class__.__name__)
-        return problem(
-            503, "the queue store is unavailable; retry shortly", request, headers={"Retry-After": "2"}
-        )
+        return unavailable("the queue store is unavailable; retry shortly", request)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

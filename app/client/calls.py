@@ -12,14 +12,11 @@ import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
-
-if TYPE_CHECKING:
-    from app.client.clients import AsyncClient, Client
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -124,6 +121,15 @@ class Call(Generic[T]):
 REPEATABLE_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 
 
+class SendsNow:
+    """The kind of client whose operations return their answer (`Client`): what an
+    operation read on it gives is typed by this base, so this module needs no clients."""
+
+
+class SendsLater:
+    """The kind of client whose operations return an awaitable of their answer (`AsyncClient`)."""
+
+
 class Operation(Generic[P, T]):
     """A client method declared once: read on a Client it sends and returns T, on an
     AsyncClient it returns an awaitable of T."""
@@ -151,9 +157,9 @@ class Operation(Generic[P, T]):
     @overload
     def __get__(self, client: None, owner: type[Any]) -> Operation[P, T]: ...
     @overload
-    def __get__(self, client: Client, owner: type[Any]) -> Callable[P, T]: ...
+    def __get__(self, client: SendsNow, owner: type[Any]) -> Callable[P, T]: ...
     @overload
-    def __get__(self, client: AsyncClient, owner: type[Any]) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, client: SendsLater, owner: type[Any]) -> Callable[P, Awaitable[T]]: ...
     def __get__(self, client: Any, owner: type[Any]) -> Any:
         if client is None:
             return self

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from app.client.calls import Call
+from app.client.calls import Call, SendsLater, SendsNow
 from app.client.operations import Operations
 from app.client.retry import RetryPolicy
 
@@ -23,7 +23,7 @@ def _http_options(base_url: str, api_key: str, timeout: float) -> dict[str, Any]
     }
 
 
-class Client(Operations):
+class Client(Operations, SendsNow):
     """Blocking client: `with Client(url, key) as api: api.post_match({...})`."""
 
     def __init__(
@@ -66,7 +66,7 @@ class Client(Operations):
         self.close()
 
 
-class AsyncClient(Operations):
+class AsyncClient(Operations, SendsLater):
     """asyncio client: `async with AsyncClient(url, key) as api: await api.post_match({...})`."""
 
     def __init__(

@@ -95,6 +95,11 @@ class Operations:
         """Seed or override a rating (admin)."""
         return Request({"player_id": player_id, "mode": mode}, json={"mu": mu, "sigma": sigma})
 
+    @operation("DELETE", "/v1/players/{player_id}", no_content)
+    def delete_player(self, player_id: str) -> Request:
+        """Erase a player (admin): ratings, curves and tickets go, history names a pseudonym."""
+        return Request({"player_id": player_id})
+
     # --- modes (read; writes are admin) ---
 
     @operation("GET", "/v1/modes", _modes)

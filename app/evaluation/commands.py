@@ -132,9 +132,9 @@ def run_fit_history(args: argparse.Namespace) -> None:
 # 0.036); football's from `fit-history --source football --fit-p-draw --limit 34664` (its
 # first 70%: sigma 3.998, gamma 0.008652, p_draw 0.2842). Chess: the package's defaults.
 PREDICTIVE_DEFAULTS = {
-    "atp": predictive.Settings(sigma=1.6, gamma=0.036, p_draw=0.0),
-    "football": predictive.Settings(sigma=4.0, gamma=0.0087, p_draw=0.284),
-    "chess": predictive.Settings(sigma=1.6, gamma=0.036, p_draw=0.3),
+    "atp": predictive.Parameters(sigma=1.6, gamma=0.036, p_draw=0.0),
+    "football": predictive.Parameters(sigma=4.0, gamma=0.0087, p_draw=0.284),
+    "chess": predictive.Parameters(sigma=1.6, gamma=0.036, p_draw=0.3),
 }
 
 
@@ -169,7 +169,7 @@ def run_predictive(args: argparse.Namespace) -> None:
                 data.times[: args.limit],
             )
         base = PREDICTIVE_DEFAULTS[source]
-        settings = predictive.Settings(
+        settings = predictive.Parameters(
             sigma=args.sigma if args.sigma is not None else base.sigma,
             gamma=args.gamma if args.gamma is not None else base.gamma,
             p_draw=args.p_draw if args.p_draw is not None else base.p_draw,

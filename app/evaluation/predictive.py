@@ -37,7 +37,7 @@ TRAIN_SWEEPS = 10
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class Parameters:
     sigma: float
     gamma: float
     p_draw: float
@@ -96,7 +96,7 @@ def _two_players(game: Sequence[Sequence[str]]) -> tuple[str, str]:
     return a, b
 
 
-def elo(data: MatchHistory, settings: Settings, test_from: int, schedule: Sequence[range]) -> Score:
+def elo(data: MatchHistory, settings: Parameters, test_from: int, schedule: Sequence[range]) -> Score:
     ratings: dict[str, float] = {}
     beta = settings.beta
     k = ELO_ALPHA * beta * math.sqrt(math.pi)
@@ -141,7 +141,7 @@ def _elo_update(
         ratings[name] = ratings.get(name, mu) + move
 
 
-def _predict_day(history: History | None, data: MatchHistory, day: range, settings: Settings) -> float:
+def _predict_day(history: History | None, data: MatchHistory, day: range, settings: Parameters) -> float:
     """Σ ln P over the day's games, each player's skill as `history` knew it the day before."""
     total = 0.0
     now = data.times[day.start]
@@ -158,7 +158,7 @@ def _predict_day(history: History | None, data: MatchHistory, day: range, settin
 
 def bayesian(
     data: MatchHistory,
-    settings: Settings,
+    settings: Parameters,
     test_from: int,
     schedule: Sequence[range],
     smooth: bool,
@@ -201,7 +201,7 @@ def bayesian(
 
 
 def evaluate(
-    data: MatchHistory, settings: Settings, progress: Callable[[str, int, int], None] = lambda *_: None
+    data: MatchHistory, settings: Parameters, progress: Callable[[str, int, int], None] = lambda *_: None
 ) -> list[Score]:
     """Elo, TrueSkill and TTT on the last 30% of `data` (one against one games)."""
     schedule = days(data)

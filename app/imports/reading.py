@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from app.ids import ID_PATTERN
+from app.ids import ID_PATTERN, is_pseudonym
 from app.matches.fingerprint import match_fingerprint
 from app.matches.schemas import FUTURE_SLACK, MatchIn, consistency_errors
 from app.matches.service import body_hash, team_ranks
@@ -219,6 +219,8 @@ def _duels(rows: Iterator[tuple[int, list[str]]], where: dict[str, int], mode: s
             moment is None
             or winner == loser
             or not (_ID.match(match_id) and _ID.match(winner) and _ID.match(loser))
+            or is_pseudonym(winner)
+            or is_pseudonym(loser)
         ):
             body = {
                 "match_id": match_id or "-",  # the id is not what is wrong with the row

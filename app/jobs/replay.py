@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from app.ids import is_pseudonym
 from app.matches.service import response_json
 from app.rating import Rating, RatingInputError, TrueSkill
 from app.rating.batch import two_team_quality_batch
@@ -350,6 +351,8 @@ class NewRating:
 
 
 def new_ratings(state: State) -> list[NewRating]:
+    """The ratings to write: an erased player's pseudonym is rated as a player of its own, so
+    the others come out as before the erasure, but gets no rating (and no leaderboard place)."""
     return [
         NewRating(
             name,
@@ -372,4 +375,5 @@ def new_ratings(state: State) -> list[NewRating]:
             state.last_us.tolist(),
             strict=True,
         )
+        if not is_pseudonym(name)
     ]

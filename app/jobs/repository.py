@@ -27,6 +27,7 @@ from app.db.bulk import (
     fresh_table,
     swap_in,
 )
+from app.db.conservative import conservative_sql
 from app.jobs import replay
 from app.leaderboards import repository as leaderboards
 
@@ -394,10 +395,10 @@ async def finish(session: AsyncSession, mode: str, fresh: Sequence[Fresh]) -> No
     if fresh:
         await swap_in(conn, fresh)
     await conn.execute(
-        """
+        f"""
         INSERT INTO ratings AS r (player_id, mode, mu, sigma, conservative, matches, wins, losses, draws,
                                   last_played_at)
-        SELECT s.player_id, m.name, s.mu, s.sigma, s.mu - m.conservative_k * s.sigma, s.matches, s.wins,
+        SELECT s.player_id, m.name, s.mu, s.sigma, {conservative_sql("s.mu", "s.sigma")}, s.matches, s.wins,
                s.losses, s.draws, s.last_played_at
         FROM replay_ratings s, modes m WHERE m.name = %(mode)s
         ON CONFLICT (player_id, mode) DO UPDATE

@@ -15,10 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app import metrics
 from app.db.bulk import unbounded
 from app.db.commit_hooks import after_commit
+from app.db.locks import lock_mode
 from app.errors import NotFound
+from app.ids import is_pseudonym
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
-from app.leaderboards import repository as leaderboards
 from app.modes import service as modes
 
 Report = Callable[[float], Awaitable[None]]
@@ -95,7 +96,7 @@ async def run_replay(
             if fresh:
                 await repository.lock_tables(session)
             # From here on, no rating of the mode changes until the swap commits.
-            await leaderboards.lock_mode(session, mode)
+            await lock_mode(session, mode)
             done = set(history.pks.tolist())
             late_pks = [pk for pk in await repository.live_match_pks(session, mode) if pk not in done]
             late = 0
@@ -172,7 +173,10 @@ async def run_smooth(
     fitted = time.perf_counter()
     async with sessions() as session, session.begin():
         await unbounded(session)
-        await repository.replace_curves(session, mode, job_id, result.curves)
+        # Erased players' pseudonyms are in the model (the others' curves are as before) but
+        # keep no curve (app.erasure).
+        kept = [curve for curve in result.curves if not is_pseudonym(curve[0])]
+        await repository.replace_curves(session, mode, job_id, kept)
     return {
         "matches": len(history),
         "players": len(result.curves),

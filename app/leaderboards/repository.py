@@ -13,19 +13,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-# pg_advisory_xact_lock key space for "the ratings of one mode". Writers of single
-# ratings hold it shared; rewrites of a whole mode (new k, new minimum, replay) hold it
-# exclusively, so no writer's trigger counts with the old rules while they recount.
-LOCK_CLASS = 7240
-
-
-def shared_lock(mode: str) -> str:
-    """SQL taking a mode's lock shared; `mode` is the parameter naming it, in the caller's
-    placeholder style (":mode" for SQLAlchemy, "%(mode)s" for psycopg)."""
-    return f"pg_advisory_xact_lock_shared({LOCK_CLASS}, hashtext(CAST({mode} AS varchar)))"
-
-
-SHARED_LOCK_SQL = shared_lock(":mode")
+from app.db.conservative import conservative_sql
+from app.db.locks import COMPACT_LOCK_CLASS
 
 _MIN_MATCHES = text("SELECT min_matches_for_leaderboard FROM modes WHERE name = :mode")
 
@@ -105,7 +94,7 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
-class Standing:
+class StandingRows:
     me: Row
     ahead: int
     total: int
@@ -148,14 +137,14 @@ async def page(
     return [Row(*row) for row in rows]
 
 
-async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> Standing | None:
+async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> StandingRows | None:
     """The player's rank and neighbours; None when the player has no rating in the mode."""
     rows = (await session.execute(_STANDING, {"mode": mode, "player_id": player_id, "around": around})).all()
     mine = [r for r in rows if r.side == 0]
     if not mine:
         return None
     me = mine[0]
-    return Standing(
+    return StandingRows(
         me=Row(me.player_id, me.mu, me.sigma, me.conservative, me.matches),
         ahead=int(me.ahead),
         total=int(me.total),
@@ -165,12 +154,12 @@ async def standing(session: AsyncSession, mode: str, player_id: str, around: int
     )
 
 
-_LOCK_EXCLUSIVE = text(f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, hashtext(CAST(:mode AS varchar)))")
 _BULK = text("SELECT set_config('app.leaderboard_bulk', :on, true)")
-_RESCORE = text("""
-    UPDATE ratings r SET conservative = r.mu - m.conservative_k * r.sigma
+_RESCORED = conservative_sql("r.mu", "r.sigma")
+_RESCORE = text(f"""
+    UPDATE ratings r SET conservative = {_RESCORED}
     FROM modes m WHERE m.name = :mode AND r.mode = :mode
-      AND r.conservative IS DISTINCT FROM r.mu - m.conservative_k * r.sigma
+      AND r.conservative IS DISTINCT FROM {_RESCORED}
 """)
 _RECOUNT = text("""
     WITH gone AS (DELETE FROM leaderboard_deltas WHERE mode = :mode)
@@ -182,11 +171,6 @@ _RECOUNT = text("""
 """)
 
 
-async def lock_mode(session: AsyncSession, mode: str) -> None:
-    """Wait for every transaction writing the mode's ratings, and keep new ones out until commit."""
-    await session.execute(_LOCK_EXCLUSIVE, {"mode": mode})
-
-
 async def bulk(session: AsyncSession, on: bool) -> None:
     """Stop (or resume) the per-statement counting, for a rewrite that recounts after."""
     await session.execute(_BULK, {"on": "on" if on else "off"})
@@ -195,7 +179,7 @@ async def bulk(session: AsyncSession, on: bool) -> None:
 async def recount(session: AsyncSession, mode: str, rescore: bool = False) -> None:
     """Rebuild the mode's counts from its ratings (and `conservative` from its k when asked).
 
-    The caller holds lock_mode, so no writer counts concurrently."""
+    The caller holds app.db.locks.lock_mode, so no writer counts concurrently."""
     await bulk(session, True)
     if rescore:
         await session.execute(_RESCORE, {"mode": mode})
@@ -207,7 +191,7 @@ _BLOATED = text("""
     SELECT mode FROM leaderboard_deltas GROUP BY mode
     HAVING count(*) > 2 * count(DISTINCT bucket) + 64
 """)
-_TRY_LOCK = text(f"SELECT pg_try_advisory_xact_lock({LOCK_CLASS} + 1, hashtext(CAST(:mode AS varchar)))")
+_TRY_LOCK = text(f"SELECT pg_try_advisory_xact_lock({COMPACT_LOCK_CLASS}, hashtext(CAST(:mode AS varchar)))")
 # Deltas committed so far fold into one row per bucket. Deltas of transactions still
 # in flight are not visible to the DELETE and stay as they are: the sums never change.
 _COMPACT = text("""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from app.matches.schemas import RatingOut
+from app.schemas import RatingOut
 
 
 class Entry(BaseModel):

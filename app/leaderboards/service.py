@@ -5,12 +5,11 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import pagination
-from app.errors import NotFound
+from app.errors import NotFound, UnknownMode
 from app.leaderboards import repository
 from app.leaderboards.repository import Row
 from app.leaderboards.schemas import Entry, LeaderboardPage, Standing
-from app.matches.schemas import RatingOut
-from app.modes import service as modes
+from app.schemas import RatingOut
 
 
 def _entry(rank: int, row: Row) -> Entry:
@@ -34,7 +33,7 @@ def _decode(cursor: str) -> tuple[float, str, int]:
 async def _min_matches(session: AsyncSession, mode: str) -> int:
     least = await repository.min_matches(session, mode)
     if least is None:
-        raise modes.unknown_mode(mode)
+        raise UnknownMode(mode)
     return least
 
 

@@ -38,3 +38,18 @@ def match_fingerprint(mode: str, teams: Teams, ranks: Sequence[float]) -> str:
     )
     text = mode + "".join(f"\n{team}\t{player}\t{r}\t{w}\t{c}" for team, player, r, w, c in lines)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def fingerprint_sql(player: str) -> str:
+    """The same hash in PostgreSQL, as an aggregate over one match's rows: `m` is the matches
+    row (grouped by m.id, m.mode) and `p` its match_players rows; `player` is the SQL giving a
+    row's player id (p.player_id, or that id renamed). COLLATE "C" sorts ids by code point, as
+    sorted() does; adding 0.0 folds -0.0 into 0.0. Migration 0007 holds a frozen copy."""
+    return f"""encode(sha256(convert_to(
+        m.mode || string_agg(
+            E'\\n' || p.team || E'\\t' || ({player})
+            || E'\\t' || encode(float8send(p.rank + 0.0::float8), 'hex')
+            || E'\\t' || encode(float8send(p.weight + 0.0::float8), 'hex')
+            || E'\\t' || encode(float8send(coalesce(p.coefficient, 1.0::float8) + 0.0::float8), 'hex'),
+            '' ORDER BY p.team, ({player}) COLLATE "C"),
+        'UTF8')), 'hex')"""

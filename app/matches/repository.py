@@ -22,7 +22,8 @@ from psycopg import AsyncConnection
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.leaderboards.repository import shared_lock
+from app.db.conservative import conservative_sql
+from app.db.locks import shared_lock
 
 # Claims the match id and, only when it was free, creates the missing players and
 # ratings at the prior. Sorted ids: concurrent inserts of new players wait in one order.
@@ -41,7 +42,7 @@ _CLAIM = f"""
     ), new_ratings AS (
         INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
         SELECT unnest(CAST(%(ids)s AS varchar[])), m.name, %(mu)s, %(sigma)s,
-               %(mu)s - m.conservative_k * %(sigma)s
+               {conservative_sql("%(mu)s", "%(sigma)s")}
         FROM modes m WHERE m.name = %(mode)s AND EXISTS (SELECT 1 FROM claimed)
         ON CONFLICT DO NOTHING
     )
@@ -62,14 +63,14 @@ _STORED = text("SELECT body_hash, played_at, response, void FROM matches WHERE m
 
 # The participants arrive as one JSON array (one parameter, expanded by PostgreSQL) rather
 # than fourteen arrays, each of which psycopg would convert element by element in Python.
-_APPLY = """
+_APPLY = f"""
     WITH v AS (
         SELECT * FROM jsonb_to_recordset(CAST(%(players)s AS jsonb)) AS v(
             player_id varchar, team int, rank float8, weight float8, coefficient float8,
             mu_before float8, sigma_before float8, mu float8, sigma float8, win int, loss int, draw int)
     ), changed AS (
         UPDATE ratings AS r
-        SET mu = v.mu, sigma = v.sigma, conservative = v.mu - m.conservative_k * v.sigma,
+        SET mu = v.mu, sigma = v.sigma, conservative = {conservative_sql("v.mu", "v.sigma")},
             matches = r.matches + 1, wins = r.wins + v.win, losses = r.losses + v.loss,
             draws = r.draws + v.draw,
             last_played_at = GREATEST(r.last_played_at, CAST(%(played_at)s AS timestamptz)),

@@ -6,7 +6,8 @@ import datetime as dt
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
-from app.ids import Identifier
+from app.ids import Identifier, PlayerId
+from app.schemas import RatingOut
 
 MAX_PLAYERS = 1000
 FUTURE_SLACK = dt.timedelta(minutes=5)
@@ -15,7 +16,7 @@ FUTURE_SLACK = dt.timedelta(minutes=5)
 class PlayerIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    id: Identifier
+    id: PlayerId
     weight: float = Field(1.0, ge=0.0, le=1.0, allow_inf_nan=False, description="partial play in [0, 1]")
     coefficient: float | None = Field(
         None,
@@ -80,12 +81,6 @@ def consistency_errors(match: MatchIn) -> list[dict[str, object]]:
     if total > MAX_PLAYERS:
         error(("teams",), f"a match has at most {MAX_PLAYERS} players, got {total}")
     return errors
-
-
-class RatingOut(BaseModel):
-    mu: float
-    sigma: float
-    conservative: float = Field(description="mu − k·sigma, k from the mode")
 
 
 class MatchPlayerOut(BaseModel):

@@ -17,7 +17,7 @@ from app.matches.fingerprint import match_fingerprint
 from app.matches.repository import Outcome, Prior
 from app.matches.schemas import MatchIn, MatchOut, consistency_errors
 from app.modes import service as modes
-from app.rating import Rating, RatingInputError
+from app.rating import Rating, RatingInputError, conservative
 from app.rating.match import MatchTeams, rate_match
 
 
@@ -164,7 +164,7 @@ def _dumps(response: dict[str, Any]) -> str:
 
 
 def rating_json(mu: float, sigma: float, k: float) -> dict[str, float]:
-    return {"mu": mu, "sigma": sigma, "conservative": mu - k * sigma}
+    return {"mu": mu, "sigma": sigma, "conservative": conservative(mu, sigma, k)}
 
 
 def replayed_json(response: dict[str, Any], void: bool) -> bytes:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Match, Mode
+from app.db.models import Mode
+
+_HAS_MATCHES = text("SELECT EXISTS (SELECT 1 FROM matches WHERE mode = :mode)")
 
 
 async def get(session: AsyncSession, name: str) -> Mode | None:
@@ -35,4 +37,4 @@ async def upsert(session: AsyncSession, name: str, values: dict[str, Any]) -> Mo
 
 async def has_matches(session: AsyncSession, name: str) -> bool:
     """Whether any match (rated, imported or void) was recorded in the mode."""
-    return bool(await session.scalar(select(exists().where(Match.mode == name))))
+    return bool(await session.scalar(_HAS_MATCHES, {"mode": name}))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
+from cachetools import TTLCache
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.locks import lock_mode
 from app.db.models import Mode
-from app.errors import NotFound, ValidationFailed
+from app.errors import UnknownMode, ValidationFailed
 from app.leaderboards import repository as leaderboards
 from app.matchmaking.proposals import LatencyRule, Relaxation
 from app.modes import repository
@@ -33,7 +34,9 @@ class ModeRules:
     latency: LatencyRule | None = None
 
 
-_cache: dict[str, tuple[float, ModeRules]] = {}
+# Only modes that exist are cached; with more than this, the least recent ones are re-read.
+MODES_CACHED = 1024
+_cache: TTLCache[str, ModeRules] = TTLCache(maxsize=MODES_CACHED, ttl=CACHE_SECONDS)
 
 # What a match's rating depends on: a change to one of these makes the stored ratings
 # differ from what a replay would compute. conservative_k and min_matches_for_leaderboard
@@ -50,11 +53,6 @@ RATING_PARAMETERS = (
     "size_penalty_c1",
     "roster_cap",
 )
-
-
-def unknown_mode(name: str) -> NotFound:
-    """The 404 of a mode that does not exist, saying how to make it."""
-    return NotFound(f"mode {name!r} does not exist; create it with PUT /v1/modes/{name} (admin)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,15 +123,14 @@ def latency_rule(settings: dict[str, float | None], relax_seconds: float) -> Lat
 
 async def resolve(session: AsyncSession, name: str) -> ModeRules:
     """The mode's rules, cached briefly; 404 for an unknown mode."""
-    now = time.monotonic()
     hit = _cache.get(name)
-    if hit is not None and hit[0] > now:
-        return hit[1]
+    if hit is not None:
+        return hit
     mode = await repository.get(session, name)
     if mode is None:
-        raise unknown_mode(name)
+        raise UnknownMode(name)
     rules = rules_of(mode)
-    _cache[name] = (now + CACHE_SECONDS, rules)
+    _cache[name] = rules
     return rules
 
 
@@ -144,7 +141,7 @@ async def find_mode(session: AsyncSession, name: str) -> Mode | None:
 async def get_mode(session: AsyncSession, name: str) -> Mode:
     mode = await repository.get(session, name)
     if mode is None:
-        raise unknown_mode(name)
+        raise UnknownMode(name)
     return mode
 
 
@@ -229,7 +226,7 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     )
     if recount:
         # Waits for the mode's in-flight rating writes; new ones wait for this commit.
-        await leaderboards.lock_mode(session, name)
+        await lock_mode(session, name)
     mode = await repository.upsert(session, name, values)
     if recount:
         await leaderboards.recount(session, name, rescore=rescore)

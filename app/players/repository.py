@@ -7,7 +7,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.leaderboards.repository import SHARED_LOCK_SQL
+from app.db.conservative import conservative_sql
+from app.db.locks import SHARED_LOCK_SQL
 
 _RATINGS = text("""
     SELECT r.mode, r.mu, r.sigma, m.conservative_k, r.matches, r.wins, r.losses, r.draws, r.last_played_at
@@ -43,7 +44,7 @@ _SET = text(f"""
     )
     INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
     SELECT CAST(:player_id AS varchar), m.name, CAST(:mu AS float8), CAST(:sigma AS float8),
-           CAST(:mu AS float8) - m.conservative_k * CAST(:sigma AS float8)
+           {conservative_sql("CAST(:mu AS float8)", "CAST(:sigma AS float8)")}
     FROM modes m, guard WHERE m.name = CAST(:mode AS varchar)
     ON CONFLICT (player_id, mode) DO UPDATE
     SET mu = excluded.mu, sigma = excluded.sigma, conservative = excluded.conservative, updated_at = now()

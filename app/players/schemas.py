@@ -6,7 +6,7 @@ import datetime as dt
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.matches.schemas import RatingOut
+from app.schemas import RatingOut
 
 
 class ModeRating(BaseModel):

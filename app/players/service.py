@@ -8,7 +8,6 @@ from app import metrics, pagination
 from app.db.commit_hooks import after_commit
 from app.errors import NotFound
 from app.jobs.smooth import at_day
-from app.matches.schemas import RatingOut
 from app.modes import service as modes
 from app.players import repository
 from app.players.schemas import (
@@ -20,10 +19,12 @@ from app.players.schemas import (
     PlayerOut,
     RatingSet,
 )
+from app.rating import conservative
+from app.schemas import RatingOut
 
 
 def _rating(mu: float, sigma: float, k: float) -> RatingOut:
-    return RatingOut(mu=mu, sigma=sigma, conservative=mu - k * sigma)
+    return RatingOut(mu=mu, sigma=sigma, conservative=conservative(mu, sigma, k))
 
 
 async def get_player(session: AsyncSession, player_id: str) -> PlayerOut:

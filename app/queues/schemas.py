@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.ids import Identifier
+from app.ids import Identifier, PlayerId
 
 AttributeValue = str | int | float | bool
 LatencyMs = Annotated[float, Field(ge=0, le=60_000, allow_inf_nan=False)]
@@ -22,7 +22,7 @@ FLAT_ATTRIBUTES = (
 class TicketIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    players: list[Identifier] = Field(min_length=1, max_length=100, description="one player or a party")
+    players: list[PlayerId] = Field(min_length=1, max_length=100, description="one player or a party")
     attributes: dict[Identifier, AttributeValue] = Field(
         default_factory=dict,
         max_length=16,

@@ -391,3 +391,66 @@ finish(done, {'r:' .. proposal, 'requeued'}, kept)
 return out
 """
 )
+
+# Erasure (app.erasure): KEYS: holders. ARGV: a player, the hold read for them.
+# Deletes the player's hold only if it is still that one (a newer ticket's hold stays).
+FORGET_HOLD = Script(
+    """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+"""
+)
+
+# Erasure: KEYS: one done hash. ARGV: a player's id and its pseudonym, each in JSON quotes.
+# Renames the player in the teams of every proposal the hash holds, and in the players of
+# what a requeue of it would put back (the "r:" fields, laid out as REQUEUE reads them); such
+# a ticket's expiry becomes 0, so a requeue reads it as expired and never queues it again.
+# Statuses name no player. Returns how many fields changed.
+ERASE_PLAYER = Script(
+    _CHUNKED
+    + """
+local key, old, new = KEYS[1], ARGV[1], ARGV[2]
+local pattern = string.gsub(old, '%p', '%%%0')
+local replacement = string.gsub(new, '%%', '%%%%')
+local all = redis.call('HGETALL', key)
+local changed = {}
+for i = 1, #all, 2 do
+  local field, value = all[i], all[i + 1]
+  if string.find(value, old, 1, true) then
+    if string.sub(field, 1, 2) == 'r:' then
+      local out, at = {}, 1
+      while at <= #value do
+        local length = struct.unpack('<I4', value, at + 32)
+        local text = string.byte(value, at + 36 + length)
+        local pooled = string.sub(value, at + 36, at + 35 + length)
+        local expiry = string.sub(value, at + 37 + length, at + 36 + length + text)
+        local players = struct.unpack('<d', pooled, 17)
+        local regions = struct.unpack('<d', pooled, 49)
+        local names = string.find(pooled, '\\n', 57 + 16 * players + 8 * regions, true)
+        local cut = string.find(pooled, '\\n', names + 1, true)
+        local list = string.sub(pooled, cut + 1)
+        if string.find(list, old, 1, true) then
+          pooled = string.sub(pooled, 1, cut) .. (string.gsub(list, pattern, replacement))
+          expiry = '0'
+        end
+        out[#out + 1] = string.sub(value, at, at + 31) .. struct.pack('<I4', #pooled) .. pooled
+          .. string.char(#expiry) .. expiry
+        at = at + 37 + length + text
+      end
+      value = table.concat(out)
+    else
+      local first = string.find(value, '"teams":[', 1, true)
+      local last = first and string.find(value, '],"ticket_ids":', first, true)
+      if last then
+        local teams = string.gsub(string.sub(value, first, last), pattern, replacement)
+        value = string.sub(value, 1, first - 1) .. teams .. string.sub(value, last + 1)
+      end
+    end
+    changed[#changed + 1] = field
+    changed[#changed + 1] = value
+  end
+end
+if #changed > 0 then chunked('HSET', key, changed) end
+return #changed / 2
+"""
+)

@@ -68,7 +68,7 @@ from redis.asyncio import Redis
 
 from app.matchmaking.latency import Latencies
 from app.matchmaking.pool import Pool, attribute_group
-from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, EXPIRE, REQUEUE
+from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, ERASE_PLAYER, EXPIRE, FORGET_HOLD, REQUEUE
 
 # Expired tickets swept per read of the pool; any more wait for the next read.
 SWEEP_BATCH = 1000
@@ -398,6 +398,30 @@ class QueueStore:
                 keys.append(key)
             args += [ticket_id, keys.index(key) + 1]
         return int(await EXPIRE(self.redis, keys, args))
+
+    async def erase_player(self, player: str, pseudonym: str, now: float, ttl: float) -> int:
+        """Erasure (app.erasure): cancel every ticket in the pool that names the player
+        (a party's ticket whole), drop their hold, and rename them to the pseudonym in every
+        proposal kept (and in what a requeue would put back, which then reads as expired). How
+        many tickets and proposals that touched."""
+        quoted = f'"{player}"'.encode()  # players are identifiers: JSON needs no escaping
+        raw: dict[bytes, bytes] = await self.redis.hgetall(self.keys.pool)  # type: ignore[assignment]
+        named = [
+            ticket.decode()
+            for ticket, value in raw.items()
+            if quoted in _tail(value, int(struct.unpack_from("<d", value, 16)[0]))[2]
+        ]
+        touched = 0
+        for ticket_id in named:
+            touched += await self.cancel(ticket_id, ttl) == 1
+        # What is left is a matched ticket's hold, a lapsed one, or that of a ticket queued since
+        # the pool was read (the player's next life: it stays).
+        held = await self.redis.hget(self.keys.holders, player)
+        if held is not None and float(_text(held).partition(" ")[0]) <= now:
+            await FORGET_HOLD(self.redis, [self.keys.holders], [player, held])
+        async for key in self.redis.scan_iter(match=f"{self.keys.prefix}done:*", count=1000):
+            touched += int(await ERASE_PLAYER(self.redis, [_text(key)], [quoted.decode(), f'"{pseudonym}"']))
+        return touched
 
     async def stats(self, now: float, ttl: float) -> tuple[int, int, float]:
         """(tickets, players, oldest wait in seconds) of the waiting tickets."""

@@ -18,7 +18,7 @@ from app.rating import normal
 from app.rating.environment import TrueSkill, global_env, quality_1vs1, rate_1vs1, setup
 from app.rating.errors import RatingInputError, RatingTypeError
 from app.rating.gaussian import Gaussian
-from app.rating.rating import BETA, DELTA, DRAW_PROBABILITY, MU, SIGMA, TAU, Rating
+from app.rating.rating import BETA, DELTA, DRAW_PROBABILITY, MU, SIGMA, TAU, Rating, conservative
 
 __all__ = [
     "BETA",
@@ -34,6 +34,7 @@ __all__ = [
     "TrueSkill",
     "calc_draw_margin",
     "calc_draw_probability",
+    "conservative",
     "draw_probability",
     "dynamic_draw_probability",
     "expose",

@@ -21,7 +21,7 @@ from app.rating.inference import (
     chain,
     chain_order,
     chain_ties,
-    draw_margin,
+    draw_margin_by_players,
     push_to_players,
     team_performances,
     team_updates,
@@ -39,6 +39,7 @@ from app.rating.rating import (
     SIGMA_MIN,
     TAU,
     Rating,
+    conservative,
 )
 from app.rating.teams import Teams, read_groups, read_teams
 from app.rating.tie_layer import TIE_MODELS, team_messages
@@ -268,10 +269,10 @@ class TrueSkill:
             p = self._dynamic(
                 Rating(means[a], sqrt(variances[a])), Rating(means[b], sqrt(variances[b])), self
             )
-            return draw_margin(normal.half_width(_probability(p)), players, self.beta)
+            return draw_margin_by_players(normal.half_width(_probability(p)), players, self.beta)
         margin = self._margins.get(players)
         if margin is None:
-            margin = self._margins[players] = draw_margin(self.draw_z, players, self.beta)
+            margin = self._margins[players] = draw_margin_by_players(self.draw_z, players, self.beta)
         return margin
 
     def _noise(self, alphas: list[list[float]]) -> list[float] | None:
@@ -344,7 +345,7 @@ class TrueSkill:
         this environment (3 for the defaults, as in seed 000 §4.2), so a new player's is 0."""
         if k is None:
             k = self.mu / self.sigma
-        return float(rating.mu - k * rating.sigma)
+        return float(conservative(rating.mu, rating.sigma, k))
 
     def validate_rating_groups(
         self, rating_groups: Any

@@ -52,7 +52,7 @@ TOLERANCE = 1e-9
 MAX_SWEEPS = 200
 
 
-def draw_margin(draw_z: float, players: int, beta: float) -> float:
+def draw_margin_by_players(draw_z: float, players: int, beta: float) -> float:
     """Seed 000 §4.1: eps = Φ⁻¹((p + 1)/2)·sqrt(n1 + n2)·beta for the two compared teams."""
     return draw_z * math.sqrt(players) * beta
 
@@ -62,16 +62,16 @@ def team_performances(
 ) -> tuple[list[float], list[float]]:
     """Each team performance's prior N(m_k, V_k): the prior, performance and team sum
     layers with the players integrated out (Table 1, rows 1–3), tau added first."""
+    # math.fsum rounds each sum once, exactly, so a team's performance does not depend on the
+    # order its players are listed in: a replay that meets the players in another order (by
+    # id, or after an erasure renamed one) rates to the same bits.
     means = []
     variances = []
     for team, team_weights in zip(ratings, weights):
-        m = 0.0
-        v = 0.0
-        for (mu, sigma), w in zip(team, team_weights):
-            m += w * mu
-            v += w * w * (sigma * sigma + tau2 + beta2)
-        means.append(m)
-        variances.append(v)
+        means.append(math.fsum(w * mu for (mu, _), w in zip(team, team_weights)))
+        variances.append(
+            math.fsum(w * w * (sigma * sigma + tau2 + beta2) for (_, sigma), w in zip(team, team_weights))
+        )
     return means, variances
 
 

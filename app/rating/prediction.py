@@ -25,18 +25,14 @@ def team_moments(
     weights: list[list[float]],
     beta2: float,
 ) -> tuple[list[float], list[float], list[float]]:
-    """Per team: Σ w·mu, Σ w²·(sigma² + beta²) and Σ w²·beta²."""
+    """Per team: Σ w·mu, Σ w²·(sigma² + beta²) and Σ w²·beta², each rounded once (math.fsum)
+    so that the listed order of a team's players does not change a bit of the answer."""
     means, spreads, noise = [], [], []
     for team, team_weights in zip(ratings, weights, strict=True):
-        m = v = n = 0.0
-        for (mu, sigma), w in zip(team, team_weights, strict=True):
-            w2 = w * w
-            m += w * mu
-            v += w2 * (sigma * sigma + beta2)
-            n += w2 * beta2
-        means.append(m)
-        spreads.append(v)
-        noise.append(n)
+        pairs = list(zip(team, team_weights, strict=True))
+        means.append(math.fsum(w * mu for (mu, _), w in pairs))
+        spreads.append(math.fsum(w * w * (sigma * sigma + beta2) for (_, sigma), w in pairs))
+        noise.append(math.fsum(w * w * beta2 for _, w in pairs))
     return means, spreads, noise
 
 

@@ -28,6 +28,12 @@ SIGMA_MAX = 1e15
 GLOBAL_PRIOR = {"mu": MU, "sigma": SIGMA}
 
 
+def conservative(mu: float, sigma: float, k: float) -> float:
+    """The conservative skill estimate mu − k·sigma that leaderboards order by (seed 000 §4.2
+    uses k = 3). Its SQL twin is app.db.conservative.conservative_sql."""
+    return mu - k * sigma
+
+
 class Rating(tuple[float, float]):
     """An immutable (mu, sigma) pair, validated on construction.
 
@@ -97,7 +103,7 @@ class Rating(tuple[float, float]):
         """Deprecated (as in the package): the global environment's expose(self)."""
         warnings.warn("Use TrueSkill.expose() instead", DeprecationWarning, stacklevel=2)
         k = GLOBAL_PRIOR["mu"] / GLOBAL_PRIOR["sigma"]
-        return self[0] - k * self[1]
+        return conservative(self[0], self[1], k)
 
     def __repr__(self) -> str:
         return f"Rating(mu={self[0]:.3f}, sigma={self[1]:.3f})"

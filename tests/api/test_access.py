@@ -30,6 +30,7 @@ NEEDS = {
     "get_player_matches": "read",
     "get_learning_curve": "read",
     "put_player_rating": "admin",
+    "delete_player": "admin",
     "evaluate_lobby": "matchmaking",
     "balance_lobby": "matchmaking",
     "create_ticket": "matchmaking",

@@ -118,6 +118,11 @@ async def scenario(api: Client | AsyncClient) -> None:
     assert (await ready(api.get_job(accepted.job_id))).mode == mode
     assert (await ready(api.void_match(f"{mode}-m1"))).void is True
 
+    assert await ready(api.delete_player(p2)) is None
+    with pytest.raises(ApiError) as erased:
+        await ready(api.get_player(p2))
+    assert erased.value.status == 404
+
     key = await ready(api.create_key(f"{mode}-key", ["read"]))
     assert key.id in [k.id for k in await ready(api.list_keys())]
     assert await ready(api.revoke_key(key.id)) is None

@@ -12,7 +12,7 @@ from app.evaluation import histories, predictive
 from app.rating import normal
 from tests.conftest import DATASETS
 
-SETTINGS = predictive.Settings(sigma=1.6, gamma=0.036, p_draw=0.2)
+SETTINGS = predictive.Parameters(sigma=1.6, gamma=0.036, p_draw=0.2)
 
 
 def synthetic(days: int = 60, seed: int = 0) -> histories.MatchHistory:
@@ -101,7 +101,7 @@ def test_on_football_the_smoothed_model_predicts_better_than_the_filter() -> Non
     data = histories.football(DATASETS)
     n = 4000
     data = histories.MatchHistory(data.name, data.composition[:n], data.results[:n], data.times[:n])
-    settings = predictive.Settings(sigma=4.0, gamma=0.0087, p_draw=0.284)
+    settings = predictive.Parameters(sigma=4.0, gamma=0.0087, p_draw=0.284)
     elo, trueskill, ttt = predictive.evaluate(data, settings)
     assert ttt.geometric_mean > trueskill.geometric_mean
     assert 0.3 < elo.geometric_mean < ttt.geometric_mean < 0.5

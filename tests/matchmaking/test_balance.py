@@ -10,7 +10,7 @@ import pytest
 
 from app.matchmaking.balance import EXACT_LIMIT, _heuristic, balance, team_sizes, units_of
 from app.matchmaking.quality import pair_quality
-from app.rating import Rating, RatingInputError, TrueSkill
+from app.rating import Rating, RatingInputError, TrueSkill, quality_1vs1
 
 ENV = TrueSkill()
 
@@ -104,4 +104,4 @@ def test_pair_quality_is_equation_7() -> None:
         ENV.beta**2,
     )
     for q, x, y in zip(quality.tolist(), a, b, strict=True):
-        assert q == pytest.approx(ENV.quality_1vs1(x, y), rel=1e-13)
+        assert q == pytest.approx(quality_1vs1(x, y, env=ENV), rel=1e-13)

@@ -11,7 +11,7 @@ import pytest
 from app.matchmaking.latency import LatencyRule
 from app.matchmaking.pool import Ticket
 from app.matchmaking.proposals import Relaxation, propose
-from app.rating import Rating, TrueSkill
+from app.rating import Rating, TrueSkill, quality_1vs1
 
 ENV = TrueSkill()
 OPEN = Relaxation(0.0, 0.0, 1.0)
@@ -63,7 +63,7 @@ def test_1v1_proposals_keep_the_rule_and_reach_97_percent_of_the_optimum() -> No
         for i, a in enumerate(near):
             for b in near[i + 1 : i + 21]:
                 if any(feasible_region([a, b], r, RULE) for r in [*REGIONS, None]):
-                    weight = ENV.quality_1vs1(a.ratings[0], b.ratings[0])
+                    weight = quality_1vs1(a.ratings[0], b.ratings[0], env=ENV)
                     graph.add_edge(a.ticket_id, b.ticket_id, weight=weight)
     optimum = nx.max_weight_matching(graph)
     best_total = sum(graph[a][b]["weight"] for a, b in optimum)

@@ -11,7 +11,7 @@ import random
 import pytest
 import trueskill
 
-from app.rating import Rating, TrueSkill
+from app.rating import Rating, TrueSkill, quality_1vs1, rate_1vs1
 
 CASES = 2000
 
@@ -58,9 +58,9 @@ def test_rate_and_quality_agree_with_trueskill() -> None:
 def test_rate_1vs1_and_expose_match_the_peer(drawn: bool) -> None:
     peer = trueskill.TrueSkill(backend="scipy")
     ours = TrueSkill()
-    a, b = ours.rate_1vs1(Rating(30, 4), Rating(22, 7), drawn=drawn)
+    a, b = rate_1vs1(Rating(30, 4), Rating(22, 7), drawn=drawn, env=ours)
     pa, pb = trueskill.rate_1vs1(peer.create_rating(30, 4), peer.create_rating(22, 7), drawn=drawn, env=peer)
     assert a.mu == pytest.approx(pa.mu, abs=1e-12)
     assert b.sigma == pytest.approx(pb.sigma, abs=1e-12)
     assert ours.expose(a) == pytest.approx(peer.expose(pa), abs=1e-12)
-    assert ours.quality_1vs1(a, b) == pytest.approx(peer.quality_1vs1(pa, pb), abs=1e-12)
+    assert quality_1vs1(a, b, env=ours) == pytest.approx(peer.quality_1vs1(pa, pb), abs=1e-12)

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from app.rating import Gaussian, Rating, TrueSkill
+from app.rating import Gaussian, Rating, TrueSkill, quality_1vs1, rate_1vs1
 from app.rating.gaussian import log_product_normalization, log_ratio_normalization
-from app.rating.inference import draw_margin
+from app.rating.inference import draw_margin_by_players
 from app.rating.normal import cdf, pdf
 from tests.conftest import VECTORS
 
@@ -93,7 +93,7 @@ def test_moserware_case(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("case", MOSERWARE["draw_margin_cases"])
 def test_moserware_draw_margin(case: dict[str, float]) -> None:
     env = TrueSkill(beta=case["beta"], draw_probability=case["draw_probability"])
-    assert draw_margin(env.draw_z, 2, env.beta) == pytest.approx(case["expected_margin"], abs=1e-6)
+    assert draw_margin_by_players(env.draw_z, 2, env.beta) == pytest.approx(case["expected_margin"], abs=1e-6)
 
 
 @pytest.mark.parametrize("case", MOSERWARE["gaussian_cases"], ids=lambda c: c["op"])
@@ -124,14 +124,14 @@ def test_seed_004_worked_numbers() -> None:
     """The trueskill package docs (seed 004): 1v1, a draw, 1v2 and two qualities."""
     env = TrueSkill()
     r1, r2, r3 = Rating(), Rating(), Rating()
-    new1, new2 = env.rate_1vs1(r1, r2)
+    new1, new2 = rate_1vs1(r1, r2, env=env)
     assert (round(new1.mu, 3), round(new1.sigma, 3)) == (29.396, 7.171)
     assert (round(new2.mu, 3), round(new2.sigma, 3)) == (20.604, 7.171)
-    drew1, drew2 = env.rate_1vs1(r1, r2, drawn=True)
+    drew1, drew2 = rate_1vs1(r1, r2, drawn=True, env=env)
     assert (round(drew1.mu, 3), round(drew1.sigma, 3)) == (25.000, 6.458)
     assert (round(drew2.mu, 3), round(drew2.sigma, 3)) == (25.000, 6.458)
     (a,), (b, c) = env.rate([(r1,), (r2, r3)])
     assert (round(a.mu, 3), round(a.sigma, 3)) == (33.731, 7.317)
     assert (round(b.mu, 3), round(c.mu, 3)) == (16.269, 16.269)
-    assert round(env.quality_1vs1(r1, r2), 3) == 0.447
+    assert round(quality_1vs1(r1, r2, env=env), 3) == 0.447
     assert round(env.quality([(r1,), (r2, r3)]), 3) == 0.135

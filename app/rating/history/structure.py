@@ -310,10 +310,6 @@ class Flat:
         self.own_pi = _grow(self.own_pi, np.zeros(new_entries))
         self.own_tau = _grow(self.own_tau, np.zeros(new_entries))
 
-    def entry_game(self) -> Index:
-        """The game of every entry."""
-        return np.repeat(np.arange(self.games, dtype=np.int64), np.diff(self.game_start))
-
 
 def _pair(result: Sequence[float] | None, game: int) -> tuple[float, float]:
     """The two scores of a one-against-one game (the first wins by default), checked."""

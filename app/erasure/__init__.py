@@ -1,0 +1,1 @@
+"""Erasing a player on request (GDPR art. 17): removal and one pseudonym everywhere."""

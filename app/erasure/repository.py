@@ -1,0 +1,93 @@
+"""SQL for erasing a player: what is removed, and what is renamed to the player's pseudonym.
+
+Removed: the players row, ratings in every mode (the leaderboard trigger of migration 0003
+counts them out in the same statement, so ranks and counts are exact at commit) and learning
+curves. Renamed: every stored row of history that names the player (`pseudonymise`), so
+other players' before/after values, stored responses and a replay stay as they were.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.locks import lock_mode
+from app.matches.fingerprint import fingerprint_sql
+
+_EXISTS = text("SELECT 1 FROM players WHERE id = :old")
+_MODES = text("SELECT name FROM modes ORDER BY name")
+
+_RENAMED = "CASE WHEN p.player_id = :old THEN CAST(:new AS varchar) ELSE p.player_id END"
+
+# One statement for the player's matches: their participant rows are renamed, and each match's
+# stored response (the player's entry in "players") and fingerprint (app.matches.fingerprint,
+# over the participants as renamed) rewritten. Every part reads the snapshot from before the
+# rename, hence the CASE in the fingerprint. A match imported and not yet rated has an empty
+# response and keeps it.
+_MATCHES = text(f"""
+    WITH moved AS (
+        UPDATE match_players SET player_id = :new WHERE player_id = :old RETURNING match_pk
+    ), fingerprints AS (
+        SELECT m.id, {fingerprint_sql(_RENAMED)} AS fingerprint
+        FROM moved JOIN matches m ON m.id = moved.match_pk JOIN match_players p ON p.match_pk = m.id
+        GROUP BY m.id, m.mode
+    )
+    UPDATE matches m
+    SET body_hash = f.fingerprint,
+        response = CASE WHEN jsonb_typeof(m.response -> 'players') = 'array' THEN jsonb_set(
+            m.response, '{{players}}', (
+                SELECT jsonb_agg(
+                    CASE WHEN e.player ->> 'player_id' = :old
+                         THEN jsonb_set(e.player, '{{player_id}}', to_jsonb(CAST(:new AS text)))
+                         ELSE e.player END
+                    ORDER BY e.n)
+                FROM jsonb_array_elements(m.response -> 'players') WITH ORDINALITY AS e(player, n)))
+        ELSE m.response END
+    FROM fingerprints f WHERE m.id = f.id
+""")
+
+# A seed stays under the pseudonym: a replay starts the pseudonym where it started the
+# player (migration 0008).
+_SEEDS = text("UPDATE rating_seeds SET player_id = :new WHERE player_id = :old")
+
+# Ratings first, by a statement of their own: the leaderboard trigger counts them out.
+_REMOVE = [
+    text("DELETE FROM ratings WHERE player_id = :old"),
+    text("DELETE FROM learning_curves WHERE player_id = :old"),
+    text("DELETE FROM players WHERE id = :old"),
+]
+
+
+async def exists(session: AsyncSession, player_id: str) -> bool:
+    return (await session.execute(_EXISTS, {"old": player_id})).first() is not None
+
+
+async def lock_every_mode(session: AsyncSession) -> None:
+    """Every mode's rating lock, exclusively, in name order (one order for every taker of more
+    than one). A match post holds its mode's lock shared from its claim to its commit, so once
+    these are held no post is half-way, and posts for the player wait and then find them
+    erased: each lands wholly before the erasure or wholly after it. Every mode, not only the
+    player's: a post giving them a first rating in another mode races the same way. Rating
+    overrides take the shared lock too; imports (COPY, no lock) do not, so an import naming
+    the player should not run during their erasure."""
+    for (mode,) in (await session.execute(_MODES)).all():
+        await lock_mode(session, mode)
+
+
+# Every table that keeps history naming a player, renamed in this order. Archived season
+# standings join this list where they exist: one UPDATE ... SET player_id = :new WHERE
+# player_id = :old each.
+_RENAMES = [_MATCHES, _SEEDS]
+
+
+async def pseudonymise(session: AsyncSession, player_id: str, pseudonym: str) -> None:
+    """Rename the player to the pseudonym in every stored row that keeps history (_RENAMES)."""
+    params = {"old": player_id, "new": pseudonym}
+    for statement in _RENAMES:
+        await session.execute(statement, params)
+
+
+async def remove(session: AsyncSession, player_id: str) -> None:
+    """Delete the player, their ratings in every mode and their learning curves."""
+    for statement in _REMOVE:
+        await session.execute(statement, {"old": player_id})
