@@ -167,3 +167,16 @@ def test_the_batch_quality_is_the_scalar_quality() -> None:
                 ]
             )
             assert got[i] == pytest.approx(scalar, rel=TOLERANCE, abs=1e-300)
+
+
+def test_a_team_listed_in_another_order_rates_the_same_bits_on_the_batch_path() -> None:
+    # An erasure renames a player, which can move them within their team's listed order.
+    env = TrueSkill()
+    rng = np.random.default_rng(5)
+    wm, lm = rng.uniform(0, 50, (300, 4)), rng.uniform(0, 50, (300, 3))
+    ws, ls = rng.uniform(0.5, 8, (300, 4)), rng.uniform(0.5, 8, (300, 3))
+    first = env.rate_two_team_batch(wm, ws, lm, ls)
+    w_order, l_order = np.array([2, 0, 3, 1]), np.array([1, 2, 0])
+    second = env.rate_two_team_batch(wm[:, w_order], ws[:, w_order], lm[:, l_order], ls[:, l_order])
+    for a, b, order in zip(first, second, (w_order, w_order, l_order, l_order), strict=True):
+        assert (a[:, order] == b).all()
