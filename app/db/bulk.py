@@ -1,11 +1,12 @@
 """Bulk work under a session: the psycopg connection itself (COPY, plain tuples), lifting the
-request statement timeout for long statements, COPY in and out as NumPy columns, and
-rebuilding whole tables into fresh ones swapped in.
+request statement timeout for long statements, NumPy columns in and out, and rebuilding whole
+tables into fresh ones swapped in.
 
-Binary COPY of fixed-width columns (int4, int8, float8, never null) is a fixed-width record
+In: binary COPY of fixed-width columns (int4, int8, float8, never null) is a fixed-width record
 per row: a 16-bit field count, then per field a 32-bit length and the value, big-endian
-(PostgreSQL's COPY BINARY format). NumPy reads and writes that as one structured array, so
-hundreds of thousands of rows cross without a Python object each.
+(PostgreSQL's COPY BINARY format), which NumPy writes as one structured array. Out: each
+column as one bytea of its values' binary forms (`fetch_columns`). Either way hundreds of
+thousands of rows cross without a Python object each.
 """
 
 from __future__ import annotations
