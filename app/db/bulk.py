@@ -241,4 +241,3 @@ async def swap_in(conn: psycopg.AsyncConnection[Any], tables: Sequence[Fresh]) -
     for fresh in tables:
         analysed = await columns_of(conn, fresh.table, "AND atttypid <> CAST('jsonb' AS regtype)")
         await conn.execute(f"ANALYZE {fresh.table} ({', '.join(analysed)})")
-    await conn.execute("RESET default_statistics_target")
