@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,13 @@ def run(args: argparse.Namespace, settings: Settings, database_url: str) -> int:
                 ),
             )
         )
+        if result.already_recorded:
+            # Stderr, beside the progress bars: stdout stays one JSON document.
+            print(
+                f"{result.already_recorded} of the file's matches were already recorded; "
+                f"{result.matches} new",
+                file=sys.stderr,
+            )
         print(json.dumps(result.__dict__, indent=2, default=str))
         return 0
 

@@ -8,7 +8,8 @@ Formats (a `.gz` file is read through gzip):
   `score`; optional `weight` and `coefficient`. A match's rows share its match_id.
 
 `played_at` is RFC 3339, or a date (read as 00:00 UTC); a time without a zone is UTC.
-Without a `match_id`, a row's match id is `<mode>:<file>:<line>`. `columns` renames the
+Without a `match_id`, a row's match id comes from what it says (`content_id`), so a renamed
+copy of a file gives the same ids and importing it again adds nothing. `columns` renames the
 file's columns to these names, and `skips` drops rows whose column matches a regex.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import gzip
+import hashlib
 import io
 import json
 import re
@@ -33,8 +35,19 @@ from app.matches.schemas import FUTURE_SLACK, MatchIn, consistency_errors
 from app.matches.service import body_hash, team_ranks
 
 MAX_ERRORS = 50
-_NOT_ID = re.compile(r"[^A-Za-z0-9._:@-]+")
 _ID = re.compile(ID_PATTERN)
+# The mode's share of a derived id (the digest covers all of it): ids stay within 128 characters.
+_MODE_PREFIX = 64
+
+
+def content_id(mode: str, played_at: dt.datetime, fingerprint: str, occurrence: int) -> str:
+    """The match id of a row that gives none: from its meaning (the mode, the instant and the
+    fingerprint POST /v1/matches computes) and `occurrence`, how many rows of the same file
+    said the same before it (a football file repeats a date, home and away). The line number
+    and the file's name play no part, so a renamed or re-read copy gives the same ids."""
+    instant = played_at.astimezone(dt.UTC).isoformat()
+    digest = hashlib.sha256(f"{instant}\n{fingerprint}".encode()).hexdigest()[:24]
+    return f"{mode[:_MODE_PREFIX]}:{digest}:{occurrence}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,15 +186,14 @@ def _rows(
         yield line, cells
 
 
-def _duels(
-    rows: Iterator[tuple[int, list[str]]], where: dict[str, int], mode: str, stem: str, read: Read
-) -> None:
+def _duels(rows: Iterator[tuple[int, list[str]]], where: dict[str, int], mode: str, read: Read) -> None:
     """One 1v1 match per row. Valid rows take a path without pydantic: the same checks, and
     the fingerprint POST /v1/matches would compute (tested against body_hash)."""
     latest = dt.datetime.now(dt.UTC) + FUTURE_SLACK
     at, win, lose = where["played_at"], where["winner"], where["loser"]
     ident, draw = where.get("match_id"), where.get("draw")
     dates: dict[str, dt.datetime | None] = {}
+    seen: dict[tuple[dt.datetime, str], int] = {}
     for line, cells in rows:
         text = cells[at].strip()
         if text not in dates:
@@ -192,9 +204,17 @@ def _duels(
                 read.error(line, str(exc))
                 continue
         winner, loser = cells[win].strip(), cells[lose].strip()
-        match_id = (cells[ident].strip() if ident is not None else "") or f"{mode}:{stem}:{line}"
+        given = cells[ident].strip() if ident is not None else ""
         drawn = draw is not None and cells[draw].strip().lower() in ("1", "true", "yes")
         moment = dates[text]
+        teams: list[list[tuple[str, float, float | None]]] = [[(winner, 1.0, None)], [(loser, 1.0, None)]]
+        ranks = [0.0, 0.0 if drawn else 1.0]
+        fingerprint = match_fingerprint(mode, teams, ranks)
+        match_id = given
+        if not given and moment is not None:
+            occurrence = seen.get((moment, fingerprint), 0)
+            seen[moment, fingerprint] = occurrence + 1
+            match_id = content_id(mode, moment, fingerprint, occurrence)
         if (
             moment is None
             or winner == loser
@@ -203,7 +223,7 @@ def _duels(
             or is_pseudonym(loser)
         ):
             body = {
-                "match_id": match_id,
+                "match_id": match_id or "-",  # the id is not what is wrong with the row
                 "mode": mode,
                 "played_at": _played_at(text).isoformat(),
                 "teams": [
@@ -213,9 +233,6 @@ def _duels(
             }
             _validated(read, line, body)  # the full validation, for its messages
             continue
-        teams: list[list[tuple[str, float, float | None]]] = [[(winner, 1.0, None)], [(loser, 1.0, None)]]
-        ranks = [0.0, 0.0 if drawn else 1.0]
-        fingerprint = match_fingerprint(mode, teams, ranks)
         read.matches.append(Parsed(line, match_id, moment, teams, ranks, fingerprint))
 
 
@@ -280,7 +297,7 @@ def read_file(
         raise ValueError(f"{path.name}: expected a .csv or .jsonl file (optionally .gz)")
     with _open(path) as handle:
         if name.endswith(".csv"):
-            _csv(handle, mode, _NOT_ID.sub("-", Path(name).stem)[:60], columns or {}, skips or [], read)
+            _csv(handle, mode, columns or {}, skips or [], read)
         else:
             _jsonl(handle, mode, read)
     first_seen: dict[str, int] = {}
@@ -293,9 +310,7 @@ def read_file(
     return read
 
 
-def _csv(
-    handle: IO[str], mode: str, stem: str, columns: dict[str, str], skips: list[Skip], read: Read
-) -> None:
+def _csv(handle: IO[str], mode: str, columns: dict[str, str], skips: list[Skip], read: Read) -> None:
     reader = csv.reader(handle)
     header = next(reader, None)
     if header is None:
@@ -310,7 +325,7 @@ def _csv(
     where = {renamed.get(name, name): index for index, name in enumerate(header)}
     rows = _rows(reader, header, [(header.index(s.column), s.pattern) for s in skips], read)
     if "winner" in where and "loser" in where and "played_at" in where:
-        _duels(rows, where, mode, stem, read)
+        _duels(rows, where, mode, read)
     elif all(name in where for name in ("match_id", "played_at", "team", "player")):
         _one_per_player(rows, where, mode, read)
     else:

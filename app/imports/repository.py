@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -12,12 +13,14 @@ from app.imports.reading import Parsed
 NULL = "\\N"  # COPY text's null
 
 
-async def taken(session: AsyncSession, match_ids: list[str]) -> set[str]:
-    """The given match ids that are already recorded."""
+async def taken(session: AsyncSession, match_ids: list[str]) -> dict[str, tuple[str, dt.datetime]]:
+    """The given match ids that are already recorded: their fingerprint and played_at."""
     conn = await driver(session)
     async with conn.cursor() as cursor:
-        await cursor.execute("SELECT match_id FROM matches WHERE match_id = ANY(%s)", (match_ids,))
-        return {row[0] for row in await cursor.fetchall()}
+        await cursor.execute(
+            "SELECT match_id, body_hash, played_at FROM matches WHERE match_id = ANY(%s)", (match_ids,)
+        )
+        return {row[0]: (row[1], row[2]) for row in await cursor.fetchall()}
 
 
 async def load(

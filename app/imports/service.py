@@ -1,5 +1,10 @@
 """Bulk import of historical matches: validate the whole file, then load it in one
-transaction with COPY (all of it or none), then replay the mode so the matches are rated."""
+transaction with COPY (all of it or none), then replay the mode so the matches are rated.
+
+An import can be repeated: a row whose match id is already recorded with the same meaning
+and instant is already there and is counted, not loaded again; a file all of whose rows are
+already there changes nothing (no load, no replay). A used id with another meaning is a
+wrong row, and then nothing is written."""
 
 from __future__ import annotations
 
@@ -40,10 +45,11 @@ class ImportRejected(Exception):
 
 @dataclass
 class Imported:
-    matches: int
+    matches: int  # loaded by this import
     players: int
     skipped: int
     created_mode: bool
+    already_recorded: int = 0  # rows of the file that an earlier import (or post) recorded
     seconds: dict[str, float] = field(default_factory=dict)
     replay: dict[str, Any] | None = None
 
@@ -59,20 +65,27 @@ async def _load(
     weighted: bool,
     read: Read,
     players: set[str],
-) -> None:
-    """Copy one chunk, unless it has a coefficient the mode cannot use or a taken match id."""
+) -> int:
+    """Copy one chunk's new matches, unless it has a coefficient the mode cannot use or a match
+    id taken by another match; the number of its matches that were already recorded."""
     if not weighted:
         for match in chunk:
             if any(c is not None for team in match.teams for _, _, c in team):
                 read.error(match.line, "coefficients need a mode with team_performance 'weighted'")
-    clashes = await repository.taken(session, [m.match_id for m in chunk])
+    recorded = await repository.taken(session, [m.match_id for m in chunk])
+    new = []
     for match in chunk:
-        if match.match_id in clashes:
-            read.error(match.line, f"match_id {match.match_id!r} is already recorded")
+        stored = recorded.get(match.match_id)
+        if stored is None:
+            new.append(match)
+        elif stored != (match.body_hash, match.played_at):
+            read.error(match.line, f"match_id {match.match_id!r} is already recorded with another body")
     if read.error_count:
-        return
-    await repository.load(session, mode, chunk, prior)
-    players.update(p for match in chunk for team in match.teams for p, _, _ in team)
+        return 0
+    if new:
+        await repository.load(session, mode, new, prior)
+        players.update(p for match in new for team in match.teams for p, _, _ in team)
+    return len(chunk) - len(new)
 
 
 async def import_file(
@@ -93,6 +106,7 @@ async def import_file(
         raise ImportRejected(read.errors, read.error_count)
     bar = show("loading", len(read.matches)) if show else None
     players: set[str] = set()
+    already = 0
     try:
         async with sessions() as session, session.begin():
             await unbounded(session)
@@ -103,7 +117,7 @@ async def import_file(
             # In chunks: every taken match id is found (and reported) before anything is kept.
             for start in range(0, len(read.matches), CHUNK):
                 chunk = read.matches[start : start + CHUNK]
-                await _load(session, mode, chunk, (row.mu, row.sigma), weighted, read, players)
+                already += await _load(session, mode, chunk, (row.mu, row.sigma), weighted, read, players)
                 if bar:
                     bar.advance(len(chunk))
             if read.error_count:
@@ -114,9 +128,9 @@ async def import_file(
     if bar:
         bar.finish()
     loaded = time.perf_counter()
-    result = Imported(len(read.matches), len(players), read.skipped, created)
+    result = Imported(len(read.matches) - already, len(players), read.skipped, created, already)
     result.seconds = {"read_and_load": round(loaded - started, 3)}
-    if replay:
+    if replay and result.matches:
         bar = show("replaying", 1.0) if show else None
 
         async def report(value: float) -> None:

@@ -12,12 +12,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import psycopg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.bulk import driver
+from app.db.bulk import (
+    Fresh,
+    columns_of,
+    copy_in_columns,
+    driver,
+    fetch_columns,
+    fetch_lines,
+    fresh_table,
+    swap_in,
+)
 from app.db.conservative import conservative_sql
+from app.jobs import replay
 from app.leaderboards import repository as leaderboards
 
 # -- the job queue ----------------------------------------------------------------------
@@ -157,6 +168,60 @@ async def live_match_pks(session: AsyncSession, mode: str) -> list[int]:
         return [row[0] for row in await cursor.fetchall()]
 
 
+# The order a replay rates in: played_at, then recording order; matches recorded while it
+# ran are rated on top in the order they were applied.
+REPLAY_ORDER = "played_at, id"
+APPLIED_ORDER = "applied_seq, id"
+
+
+async def history(
+    session: AsyncSession, mode: str, only: Sequence[int] | None = None, order: str = REPLAY_ORDER
+) -> replay.History:
+    """The mode's non-void matches (or just `only`) as arrays, in `order`: numbered in SQL,
+    moved by COPY, the numbers as binary columns."""
+    conn = await driver(session)
+    params: dict[str, Any] = {"mode": mode, "only": None if only is None else list(only)}
+    await conn.execute("DROP TABLE IF EXISTS replay_order, replay_names")
+    await conn.execute(
+        f"""
+        CREATE TEMP TABLE replay_order ON COMMIT DROP AS
+        SELECT id, match_id, CAST(extract(epoch FROM played_at) * 1000000 AS int8) AS us,
+               row_number() OVER (ORDER BY {order}) - 1 AS ord
+        FROM matches
+        WHERE mode = %(mode)s AND NOT void AND (CAST(%(only)s AS int8[]) IS NULL OR id = ANY(%(only)s))
+        """,
+        params,
+    )
+    await conn.execute("""
+        CREATE TEMP TABLE replay_names ON COMMIT DROP AS
+        SELECT player_id, row_number() OVER (ORDER BY player_id) - 1 AS ix
+        FROM (SELECT DISTINCT mp.player_id FROM replay_order o JOIN match_players mp ON mp.match_pk = o.id) d
+    """)
+    ords, pks, us = await fetch_columns(
+        conn, "SELECT ord, id, us FROM replay_order", ("int8", "int8", "int8")
+    )
+    by_ord = np.argsort(ords)
+    pks, us = pks[by_ord], us[by_ord]
+    match_ids = await fetch_lines(conn, "SELECT ord, match_id FROM replay_order")
+    names = await fetch_lines(conn, "SELECT ix, player_id FROM replay_names")
+    columns = await fetch_columns(
+        conn,
+        """
+        SELECT o.ord, mp.team, n.ix, mp.rank, mp.weight, coalesce(mp.coefficient, 'NaN')
+        FROM replay_order o JOIN match_players mp ON mp.match_pk = o.id
+        JOIN replay_names n ON n.player_id = mp.player_id
+        """,
+        ("int8", "int4", "int8", "float8", "float8", "float8"),
+    )
+    # By match, team by team, and players within a team by id (as `ix` numbers them).
+    by_entry = np.lexsort((columns[2], columns[1], columns[0]))
+    ords, team, player, rank, weight, coefficient = (column[by_entry] for column in columns)
+    start = np.searchsorted(ords, np.arange(len(pks) + 1)).astype(np.int64)
+    return replay.History(
+        pks, match_ids, us, start, player, team.astype(np.int64), rank, weight, coefficient, names
+    )
+
+
 async def seeds(session: AsyncSession, mode: str) -> dict[str, tuple[float, float]]:
     conn = await driver(session)
     async with conn.cursor() as cursor:
@@ -171,28 +236,6 @@ async def rated_players(session: AsyncSession, mode: str) -> list[str]:
         return [row[0] for row in await cursor.fetchall()]
 
 
-@dataclass(slots=True)
-class NewRating:
-    player_id: str
-    mu: float
-    sigma: float
-    matches: int
-    wins: int
-    losses: int
-    draws: int
-    last_played_at: dt.datetime | None
-
-
-@dataclass(slots=True)
-class NewParticipant:
-    match_pk: int
-    player_id: str
-    mu_before: float
-    sigma_before: float
-    mu_after: float
-    sigma_after: float
-
-
 async def _staging(conn: psycopg.AsyncConnection[Any]) -> None:
     await conn.execute("""
         CREATE TEMP TABLE IF NOT EXISTS replay_ratings (
@@ -201,36 +244,77 @@ async def _staging(conn: psycopg.AsyncConnection[Any]) -> None:
     """)
     await conn.execute("""
         CREATE TEMP TABLE IF NOT EXISTS replay_participants (
-            match_pk bigint, player_id varchar(128), mu_before float8, sigma_before float8,
+            match_pk int8, player_ix int8, mu_before float8, sigma_before float8,
             mu_after float8, sigma_after float8) ON COMMIT DROP
     """)
     await conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS replay_matches (id bigint, quality float8, response jsonb)"
-        " ON COMMIT DROP"
+        "CREATE TEMP TABLE IF NOT EXISTS replay_players (ix int8, player_id varchar(128)) ON COMMIT DROP"
+    )
+    await conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS replay_matches (id int8, quality float8, response jsonb,"
+        " applied_seq int8) ON COMMIT DROP"
     )
 
 
-async def stage_matches(
-    session: AsyncSession, participants: Iterable[NewParticipant], responses: Iterable[tuple[int, float, str]]
-) -> None:
-    """COPY re-rated participants and responses into temporary tables of this transaction."""
+async def stage_participants(session: AsyncSession, history: replay.History, rated: replay.Rated) -> None:
+    """COPY the rated matches' participants (players by replay index) into a temporary table."""
     conn = await driver(session)
     await _staging(conn)
-    async with conn.cursor() as cursor:
-        async with cursor.copy(
-            "COPY replay_participants (match_pk, player_id, mu_before, sigma_before, mu_after, sigma_after)"
-            " FROM STDIN"
-        ) as copy:
-            for p in participants:
-                await copy.write_row(
-                    (p.match_pk, p.player_id, p.mu_before, p.sigma_before, p.mu_after, p.sigma_after)
-                )
-        async with cursor.copy("COPY replay_matches (id, quality, response) FROM STDIN") as copy:
-            for row in responses:
-                await copy.write_row(row)
+    sizes = np.diff(history.start)
+    done = np.repeat(rated.rated, sizes)
+    await copy_in_columns(
+        conn,
+        "replay_participants",
+        ("match_pk", "player_ix", "mu_before", "sigma_before", "mu_after", "sigma_after"),
+        [
+            np.repeat(history.pks, sizes)[done],
+            rated.player[done],
+            rated.before_mu[done],
+            rated.before_sigma[done],
+            rated.after_mu[done],
+            rated.after_sigma[done],
+        ],
+    )
 
 
-async def stage_ratings(session: AsyncSession, ratings: Iterable[NewRating]) -> None:
+async def applied_numbers(session: AsyncSession, count: int) -> list[int]:
+    """`count` new numbers of the order ratings were applied in, ascending."""
+    conn = await driver(session)
+    (numbers,) = await fetch_columns(
+        conn, "SELECT nextval('match_applied_seq') FROM generate_series(1, %s)", ("int8",), (count,)
+    )
+    return sorted(numbers.tolist())
+
+
+async def stage_responses(
+    session: AsyncSession, responses: Sequence[tuple[int, float, str]], numbers: Sequence[int]
+) -> None:
+    """COPY the rated matches' quality, stored response and new applied_seq."""
+    conn = await driver(session)
+    await _staging(conn)
+    async with (
+        conn.cursor() as cursor,
+        cursor.copy("COPY replay_matches (id, quality, response, applied_seq) FROM STDIN") as copy,
+    ):
+        # COPY text: a compact JSON document holds no tab or newline, and its backslashes
+        # (escapes) are doubled.
+        await copy.write(
+            "".join(
+                f"{pk}\t{quality!r}\t{response.replace(chr(92), chr(92) * 2)}\t{number}\n"
+                for (pk, quality, response), number in zip(responses, numbers, strict=True)
+            )
+        )
+
+
+async def stage_players(session: AsyncSession, names: Sequence[str]) -> None:
+    """The names of the replay's player indices."""
+    conn = await driver(session)
+    await _staging(conn)
+    async with conn.cursor() as cursor, cursor.copy("COPY replay_players (ix, player_id) FROM STDIN") as copy:
+        await copy.write("".join(f"{i}\t{name}\n" for i, name in enumerate(names)))
+
+
+async def stage_ratings(session: AsyncSession, ratings: Iterable[replay.NewRating]) -> None:
     """COPY the final ratings into a temporary table of this transaction."""
     conn = await driver(session)
     await _staging(conn)
@@ -247,10 +331,69 @@ async def stage_ratings(session: AsyncSession, ratings: Iterable[NewRating]) -> 
             )
 
 
-async def swap_replay(session: AsyncSession, mode: str) -> None:
-    """Swap the staged rows in; the caller holds the mode's exclusive lock."""
+async def lock_tables(session: AsyncSession) -> None:
+    """Keep every writer of matches out until commit (readers go on): before fresh tables. Taken
+    before the mode's lock: a post takes its table lock before the mode's shared one."""
+    conn = await driver(session)
+    await conn.execute("LOCK TABLE matches, match_players IN SHARE ROW EXCLUSIVE MODE")
+
+
+async def mode_share(session: AsyncSession, rows: int) -> float:
+    """The share of the matches table that `rows` of one mode are (from the planner's count)."""
+    conn = await driver(session)
+    async with conn.cursor() as cursor:
+        await cursor.execute("SELECT reltuples FROM pg_class WHERE oid = CAST('matches' AS regclass)")
+        row = await cursor.fetchone()
+        total = float(row[0]) if row else -1.0
+        if total <= 0:
+            await cursor.execute("SELECT count(*) FROM matches")
+            counted = await cursor.fetchone()
+            total = float(counted[0]) if counted else 0.0
+    return rows / max(total, 1.0)
+
+
+# The staged participants by player id.
+_PARTICIPANTS = """
+    (SELECT s.match_pk, n.player_id, s.mu_before, s.sigma_before, s.mu_after, s.sigma_after
+     FROM replay_participants s JOIN replay_players n ON n.ix = s.player_ix)
+"""
+# Per table: the staged rows, how they match the table's, and the columns a replay rewrites.
+_STAGED = {
+    "match_players": (
+        _PARTICIPANTS,
+        "s.match_pk = t.match_pk AND s.player_id = t.player_id",
+        ("mu_before", "sigma_before", "mu_after", "sigma_after"),
+    ),
+    "matches": ("replay_matches", "s.id = t.id", ("quality", "response", "applied_seq")),
+}
+
+
+async def rewrite(session: AsyncSession, table: str, fresh: bool) -> Fresh | None:
+    """Write the staged rows of `table` (match_players or matches): into a fresh copy of the
+    table (swapped in by `finish`), or in place."""
+    conn = await driver(session)
+    staged, condition, replaced = _STAGED[table]
+    if fresh:
+        # s.mu_before and the like are never null in a staged row: a null means no row.
+        columns = [
+            f"CASE WHEN s.{replaced[0]} IS NULL THEN t.{c} ELSE s.{c} END" if c in replaced else f"t.{c}"
+            for c in await columns_of(conn, table)
+        ]
+        return await fresh_table(
+            conn, table, f"SELECT {', '.join(columns)} FROM {table} t LEFT JOIN {staged} s ON {condition}"
+        )
+    assignments = ", ".join(f"{c} = s.{c}" for c in replaced)
+    await conn.execute(f"UPDATE {table} t SET {assignments} FROM {staged} s WHERE {condition}")
+    return None
+
+
+async def finish(session: AsyncSession, mode: str, fresh: Sequence[Fresh]) -> None:
+    """Swap the fresh tables in (if any), write the final ratings and recount the mode's
+    leaderboard; the caller holds the mode's exclusive lock (and for fresh tables, theirs)."""
     conn = await driver(session)
     await leaderboards.bulk(session, True)
+    if fresh:
+        await swap_in(conn, fresh)
     await conn.execute(
         f"""
         INSERT INTO ratings AS r (player_id, mode, mu, sigma, conservative, matches, wins, losses, draws,
@@ -265,16 +408,6 @@ async def swap_replay(session: AsyncSession, mode: str) -> None:
         """,
         {"mode": mode},
     )
-    await conn.execute("""
-        UPDATE match_players mp
-        SET mu_before = s.mu_before, sigma_before = s.sigma_before, mu_after = s.mu_after,
-            sigma_after = s.sigma_after
-        FROM replay_participants s WHERE mp.match_pk = s.match_pk AND mp.player_id = s.player_id
-    """)
-    await conn.execute("""
-        UPDATE matches m SET quality = s.quality, response = s.response
-        FROM replay_matches s WHERE m.id = s.id
-    """)
     await leaderboards.recount(session, mode)
 
 

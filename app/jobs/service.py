@@ -53,52 +53,88 @@ async def _in_thread(
     return task.result()
 
 
-async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, report: Report) -> dict[str, Any]:
+# A replay rebuilds matches and match_players into fresh tables when its mode has at least
+# FRESH_ROWS matches and holds at least FRESH_SHARE of the table; otherwise it updates its rows
+# in place. A rebuild copies every mode's rows and keeps every mode's posts waiting while it
+# runs, so it pays only where the mode is most of the table; a small replay is quick in place.
+FRESH_ROWS = 20_000
+FRESH_SHARE = 0.5
+
+
+async def run_replay(
+    sessions: async_sessionmaker[AsyncSession], mode: str, report: Report, fresh: bool | None = None
+) -> dict[str, Any]:
+    """Re-rate the mode's history (app/jobs/replay.py) and swap the result in. `fresh` forces
+    the write path (fresh tables or in place); by default the mode's share chooses it."""
     started = time.perf_counter()
     async with sessions() as session, session.begin():
         await unbounded(session)
         rules = modes.rules_of(await modes.get_mode(session, mode))
-        history = await repository.matches(session, mode)
+        history = await repository.history(session, mode)
         seeds = await repository.seeds(session, mode)
         players = await repository.rated_players(session, mode)
     read = time.perf_counter()
     env, k = rules.env, rules.conservative_k
     state = replay.start(env, players, seeds)
-    await _in_thread(
-        lambda progress: replay.rate(env, k, mode, history, state, seeds, progress), report, 0.1, 0.7
+    rated = await _in_thread(
+        lambda progress: replay.rate(env, history, state, seeds, progress), report, 0.05, 0.3
     )
-    rated = time.perf_counter()
-    async with sessions() as session, session.begin():
-        await unbounded(session)
-        await repository.stage_matches(session, state.participants, state.responses)
-        # From here on, no rating of the mode changes until the swap commits.
-        await lock_mode(session, mode)
-        done = {match.pk for match in history}
-        late_pks = [pk for pk in await repository.live_match_pks(session, mode) if pk not in done]
-        late: list[repository.Played] = []
-        if late_pks:
-            # Recorded while the replay ran: rated on top, in the order they were applied.
-            by_pk = {m.pk: m for m in await repository.matches(session, mode, only=late_pks)}
-            late = [by_pk[pk] for pk in late_pks]
-            tail = replay.Replayed(state.players)
-            replay.rate(env, k, mode, late, tail, seeds)
-            await repository.stage_matches(session, tail.participants, tail.responses)
-            state.skipped += tail.skipped
-        written = replay.new_ratings(state)
-        await repository.stage_ratings(session, written)
-        await report(0.8)
-        await repository.swap_replay(session, mode)
-        after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "replay").inc(len(written)))
+    rated_at = time.perf_counter()
+    # The stored responses are built (Python) while PostgreSQL writes the participants.
+    writing = asyncio.ensure_future(asyncio.to_thread(replay.responses, mode, k, history, rated))
+    try:
+        async with sessions() as session, session.begin():
+            await unbounded(session)
+            await repository.stage_participants(session, history, rated)
+            # In the replay's order; the matches recorded meanwhile get later numbers below.
+            numbers = await repository.applied_numbers(session, int(rated.rated.sum()))
+            if fresh is None:
+                fresh = (
+                    history.matches >= FRESH_ROWS
+                    and await repository.mode_share(session, history.matches) >= FRESH_SHARE
+                )
+            if fresh:
+                await repository.lock_tables(session)
+            # From here on, no rating of the mode changes until the swap commits.
+            await lock_mode(session, mode)
+            done = set(history.pks.tolist())
+            late_pks = [pk for pk in await repository.live_match_pks(session, mode) if pk not in done]
+            late = 0
+            if late_pks:
+                # Recorded while the replay ran: rated on top, in the order they were applied.
+                tail = await repository.history(session, mode, only=late_pks, order=repository.APPLIED_ORDER)
+                tail_rated = replay.rate(env, tail, state, seeds)
+                await repository.stage_participants(session, tail, tail_rated)
+                tail_responses = replay.responses(mode, k, tail, tail_rated)
+                tail_numbers = await repository.applied_numbers(session, len(tail_responses))
+                await repository.stage_responses(session, tail_responses, tail_numbers)
+                rated.skipped += tail_rated.skipped
+                late = tail.matches
+            await repository.stage_players(session, state.names)
+            written = replay.new_ratings(state)
+            await repository.stage_ratings(session, written)
+            await report(0.4)
+            participants = await repository.rewrite(session, "match_players", fresh)
+            await report(0.6)
+            await repository.stage_responses(session, await writing, numbers)
+            matches = await repository.rewrite(session, "matches", fresh)
+            await report(0.8)
+            await repository.finish(session, mode, [t for t in (matches, participants) if t is not None])
+            after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "replay").inc(len(written)))
+    finally:
+        if not writing.done():
+            writing.cancel()
     finished = time.perf_counter()
     return {
-        "matches": len(history) + len(late),
-        "recorded_during_replay": len(late),
-        "players": len(state.players),
-        "skipped": state.skipped[:100],
+        "matches": history.matches + late,
+        "recorded_during_replay": late,
+        "players": len(state.names),
+        "skipped": rated.skipped[:100],
+        "fresh_tables": fresh,
         "seconds": {
             "read": round(read - started, 3),
-            "rate": round(rated - read, 3),
-            "write": round(finished - rated, 3),
+            "rate": round(rated_at - read, 3),
+            "write": round(finished - rated_at, 3),
         },
     }
 

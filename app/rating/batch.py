@@ -19,6 +19,15 @@ from app.rating.truncation import draw_array, win_array
 Array = npt.NDArray[np.float64]
 
 
+def team_sums(values: Array) -> Array:
+    """Each row's sum, independent of the order of the row's values (as the scalar engine's
+    math.fsum is): a team listed in another order gives the same bits. Two values add alike
+    in either order; wider rows are summed in sorted order."""
+    if values.shape[1] <= 2:
+        return values.sum(axis=1)  # type: ignore[no-any-return]
+    return np.sort(values, axis=1).sum(axis=1)  # type: ignore[no-any-return]
+
+
 def rate_two_team_batch(
     winner_mu: Array,
     winner_sigma: Array,
@@ -52,8 +61,8 @@ def rate_two_team_batch(
     beta2 = beta * beta
     wv = ws * ws + tau2
     lv = ls * ls + tau2
-    mean = wm.sum(axis=1) - lm.sum(axis=1)
-    var = (wv + beta2).sum(axis=1) + (lv + beta2).sum(axis=1)
+    mean = team_sums(wm) - team_sums(lm)
+    var = team_sums(wv + beta2) + team_sums(lv + beta2)
     c = np.sqrt(var)
     margin = draw_z * math.sqrt(wm.shape[1] + lm.shape[1]) * beta
     if drawn is None or not np.any(drawn):
@@ -78,3 +87,21 @@ def rate_two_team_batch(
     new_ws = np.sqrt(wv * ((1.0 - wratio) + wratio * keep_w))
     new_ls = np.sqrt(lv * ((1.0 - lratio) + lratio * keep_w))
     return new_wm, new_ws, new_lm, new_ls
+
+
+def two_team_quality_batch(
+    first_mu: Array, first_sigma: Array, second_mu: Array, second_sigma: Array, beta: float
+) -> Array:
+    """Seed 000 eq. 7 for many two-team matches of unit weights, one per row.
+
+    `prediction.match_quality` with two teams collapses to
+    q = sqrt((N_1 + N_2)/(D_1 + D_2))·exp(−½(m_1 − m_2)²/(D_1 + D_2)), with m_k the team's
+    Σ mu, D_k its Σ (sigma² + beta²) and N_k its players·beta²: the path determinants of two
+    teams are sums, and the scatter about the weighted centre is the squared gap over D_1 + D_2.
+    """
+    beta2 = beta * beta
+    gap = team_sums(first_mu) - team_sums(second_mu)
+    spread = team_sums(first_sigma * first_sigma + beta2) + team_sums(second_sigma * second_sigma + beta2)
+    noise = (first_mu.shape[1] + second_mu.shape[1]) * beta2
+    quality: Array = np.sqrt(noise / spread) * np.exp(-0.5 * gap * gap / spread)
+    return quality

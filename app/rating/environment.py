@@ -360,6 +360,12 @@ class TrueSkill:
         """Make this the environment of the module-level functions and of `Rating()`."""
         return setup(env=self)
 
+    @property
+    def batch_covers(self) -> bool:
+        """Whether the batch path (`rate_two_team_batch`) rates this environment's two-team
+        matches of unit weights: TrueSkill's own model (sum, chain, a fixed draw probability)."""
+        return self.tie_model == "chain" and self.team_performance == "sum" and self._dynamic is None
+
     def rate_1vs1_batch(
         self,
         winner_mu: Array,
@@ -384,7 +390,7 @@ class TrueSkill:
         drawn: npt.NDArray[np.bool_] | None = None,
     ) -> tuple[Array, Array, Array, Array]:
         """Many two-team matches of one shape at once: arrays of shape (matches, team size)."""
-        if self.tie_model != "chain" or self.team_performance != "sum" or self._dynamic is not None:
+        if not self.batch_covers:
             raise RatingInputError(
                 "batch rating supports TrueSkill's own model (sum, chain, fixed draws) only"
             )

@@ -59,18 +59,27 @@ def levels(flat: Flat, ranges: list[tuple[int, int]], link: Index) -> tuple[Inde
     """The level of every game in `ranges` (ranges of games, in the order the pass visits
     them), and the level at which each skill is first played in the pass (0: not in it).
     `link[s]` is the skill whose messages flow into s across batches (or −1)."""
+    return chain_levels(flat.game_start, flat.entry_skill, link, flat.skills, ranges)
+
+
+def chain_levels(
+    game_start: Index, entry_skill: Index, link: Index, skills: int, ranges: list[tuple[int, int]]
+) -> tuple[Index, Index]:
+    """`levels` on bare arrays: game g plays the skills entry_skill[game_start[g]:game_start[g+1]].
+    An online replay is the case of one skill per player and no links (every link −1): a
+    match's level is one past the levels of its players' previous matches."""
     # Read through memoryviews: a list of every entry's skill would hold a Python int each.
-    entry_skill = flat.entry_skill.data
-    linked = link.data
-    bounds = flat.game_start.data
-    skill_level = array("q", bytes(8 * flat.skills))
-    first_level = array("q", bytes(8 * flat.skills))
-    game_level = array("q", bytes(8 * flat.games))
+    entry_skills = np.ascontiguousarray(entry_skill, dtype=np.int64).data
+    linked = np.ascontiguousarray(link, dtype=np.int64).data
+    bounds = np.ascontiguousarray(game_start, dtype=np.int64).data
+    skill_level = array("q", bytes(8 * skills))
+    first_level = array("q", bytes(8 * skills))
+    game_level = array("q", bytes(8 * (len(game_start) - 1)))
     for start, stop in ranges:
         for g in range(start, stop):
             level = 0
             lo, hi = bounds[g], bounds[g + 1]
-            for s in entry_skill[lo:hi]:
+            for s in entry_skills[lo:hi]:
                 own = skill_level[s]
                 if own == 0:
                     other = linked[s]
@@ -79,7 +88,7 @@ def levels(flat: Flat, ranges: list[tuple[int, int]], link: Index) -> tuple[Inde
                 if own > level:
                     level = own
             level += 1
-            for s in entry_skill[lo:hi]:
+            for s in entry_skills[lo:hi]:
                 if skill_level[s] == 0:
                     first_level[s] = level
                 skill_level[s] = level
