@@ -25,6 +25,7 @@ from app.api import (
     players,
     problems,
     queues,
+    seasons,
     ui,
 )
 from app.api.deps import Resources
@@ -112,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         modes.router,
         keys.router,
         jobs.router,
+        seasons.router,
         health.router,
         ui.router,
     ):

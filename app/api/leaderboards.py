@@ -14,6 +14,11 @@ from app.leaderboards.schemas import LeaderboardPage, Standing
 
 router = APIRouter(prefix="/v1/leaderboards", tags=["leaderboards"])
 
+SEASON = (
+    "an ended season's name: its leaderboard as it stood at the switch (the current season's "
+    "name, or none, reads the live one); 404 for a season the mode never had"
+)
+
 
 @router.get("/{mode}", operation_id="get_leaderboard", response_model=LeaderboardPage)
 async def get_leaderboard(
@@ -22,10 +27,11 @@ async def get_leaderboard(
     _: ReadKey,
     limit: Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT)] = pagination.DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
+    season: Annotated[Identifier | None, Query(description=SEASON)] = None,
 ) -> LeaderboardPage:
     """Players with at least the mode's minimum of matches, by conservative rating
-    descending, ties by player id."""
-    return await service.leaderboard(session, mode, limit, cursor)
+    descending, ties by player id. With `season`, an ended season's final leaderboard."""
+    return await service.leaderboard(session, mode, limit, cursor, season)
 
 
 @router.get("/{mode}/players/{player_id}", operation_id="get_leaderboard_standing", response_model=Standing)
@@ -35,7 +41,8 @@ async def get_standing(
     session: SessionDep,
     _: ReadKey,
     around: Annotated[int, Query(ge=0, le=100)] = 5,
+    season: Annotated[Identifier | None, Query(description=SEASON)] = None,
 ) -> Standing:
     """The player's exact rank, the leaderboard's size, and `around` neighbours each side.
     404 when the player is not on the leaderboard (no rating, or too few matches)."""
-    return await service.standing(session, mode, player_id, around)
+    return await service.standing(session, mode, player_id, around, season)

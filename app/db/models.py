@@ -12,11 +12,13 @@ from sqlalchemy import (
     DateTime,
     Double,
     ForeignKey,
+    ForeignKeyConstraint,
     Identity,
     Index,
     Integer,
     String,
     Text,
+    UniqueConstraint,
     func,
     text,
 )
@@ -216,3 +218,57 @@ class RatingSeed(Base):
     mu: Mapped[float] = mapped_column(Double)
     sigma: Mapped[float] = mapped_column(Double)
     set_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
+
+
+class Season(Base):
+    """A named season of a mode (migration 0008). The current one has no `ended_at`; its
+    matches are those with `applied_seq` in (start_seq, end_seq]."""
+
+    __tablename__ = "seasons"
+
+    mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(ID, primary_key=True)
+    ordinal: Mapped[int] = mapped_column(Integer)
+    reset: Mapped[str] = mapped_column(String(8))
+    pull: Mapped[float] = mapped_column(Double)
+    widen: Mapped[float] = mapped_column(Double)
+    started_at: Mapped[dt.datetime] = mapped_column(Timestamp)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    start_seq: Mapped[int] = mapped_column(BigInteger)
+    end_seq: Mapped[int | None] = mapped_column(BigInteger)
+    # Filled when the season ends: rated players archived, those ranked, the minimum then.
+    players: Mapped[int | None] = mapped_column(BigInteger)
+    ranked: Mapped[int | None] = mapped_column(BigInteger)
+    min_matches: Mapped[int | None] = mapped_column(Integer)
+
+    __table_args__ = (
+        UniqueConstraint("mode", "ordinal"),
+        CheckConstraint("reset IN ('none', 'soft', 'hard')", name="reset"),
+    )
+
+
+class SeasonStanding(Base):
+    """One player's rating, counts and rank at the end of a season. `player_id` has no
+    foreign key: erasure rewrites it to a pseudonym, and the row keeps the rest."""
+
+    __tablename__ = "season_standings"
+
+    mode: Mapped[str] = mapped_column(ID, primary_key=True)
+    season: Mapped[str] = mapped_column(ID, primary_key=True)
+    player_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    rank: Mapped[int | None] = mapped_column(BigInteger)
+    mu: Mapped[float] = mapped_column(Double)
+    sigma: Mapped[float] = mapped_column(Double)
+    conservative: Mapped[float] = mapped_column(Double)
+    matches: Mapped[int] = mapped_column(Integer)
+    wins: Mapped[int] = mapped_column(Integer)
+    losses: Mapped[int] = mapped_column(Integer)
+    draws: Mapped[int] = mapped_column(Integer)
+    last_played_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+
+    __table_args__ = (
+        ForeignKeyConstraint(["mode", "season"], ["seasons.mode", "seasons.name"], ondelete="CASCADE"),
+        Index(
+            "ix_season_standings_rank", "mode", "season", "rank", postgresql_where=text("rank IS NOT NULL")
+        ),
+    )

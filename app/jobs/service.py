@@ -20,6 +20,7 @@ from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
 from app.leaderboards import repository as leaderboards
 from app.modes import service as modes
+from app.seasons import service as seasons
 
 Report = Callable[[float], Awaitable[None]]
 # How often a running job says it is alive (repository.STALE_AFTER_S is when it is presumed dead).
@@ -60,6 +61,10 @@ async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, repo
         history = await repository.matches(session, mode)
         seeds = await repository.seeds(session, mode)
         players = await repository.rated_players(session, mode)
+        # Seasons: only the current season is re-rated, from its reset ratings.
+        scope = await seasons.replay_scope(session, mode)
+        history = [match for match in history if match.pk not in scope.past]
+        seeds = {**seeds, **scope.starts}
     read = time.perf_counter()
     env, k = rules.env, rules.conservative_k
     state = replay.start(env, players, seeds)
@@ -72,7 +77,7 @@ async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, repo
         await repository.stage_matches(session, state.participants, state.responses)
         # From here on, no rating of the mode changes until the swap commits.
         await leaderboards.lock_mode(session, mode)
-        done = {match.pk for match in history}
+        done = {match.pk for match in history} | scope.past
         late_pks = [pk for pk in await repository.live_match_pks(session, mode) if pk not in done]
         late: list[repository.Played] = []
         if late_pks:
@@ -200,6 +205,8 @@ async def _run_kind(
     try:
         if kind == "replay":
             result = await run_replay(sessions, mode, report)
+        elif kind == seasons.JOB_KIND:
+            result = await seasons.run_switch(sessions, mode, params, report)
         else:
             result = await run_smooth(sessions, mode, job_id, params, report)
     except asyncio.CancelledError:

@@ -11,6 +11,7 @@ from app.leaderboards.repository import Row
 from app.leaderboards.schemas import Entry, LeaderboardPage, Standing
 from app.matches.schemas import RatingOut
 from app.modes import service as modes
+from app.seasons import service as seasons
 
 
 def _entry(rank: int, row: Row) -> Entry:
@@ -38,7 +39,11 @@ async def _min_matches(session: AsyncSession, mode: str) -> int:
     return least
 
 
-async def leaderboard(session: AsyncSession, mode: str, limit: int, cursor: str | None) -> LeaderboardPage:
+async def leaderboard(
+    session: AsyncSession, mode: str, limit: int, cursor: str | None, season: str | None = None
+) -> LeaderboardPage:
+    if season is not None and (ended := await seasons.find(session, mode, season)) is not None:
+        return await seasons.leaderboard(session, ended, limit, cursor)
     min_matches = await _min_matches(session, mode)
     after = None if cursor is None else _decode(cursor)
     rows = await repository.page(session, mode, min_matches, after and (after[0], after[1]), limit + 1)
@@ -58,7 +63,11 @@ async def size(session: AsyncSession, mode: str) -> int:
     return await repository.size(session, mode)
 
 
-async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> Standing:
+async def standing(
+    session: AsyncSession, mode: str, player_id: str, around: int, season: str | None = None
+) -> Standing:
+    if season is not None and (ended := await seasons.find(session, mode, season)) is not None:
+        return await seasons.standing(session, ended, player_id, around)
     await _min_matches(session, mode)
     found = await repository.standing(session, mode, player_id, around)
     if found is None:

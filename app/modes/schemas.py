@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.rating.performance import PAPER_C0, PAPER_C1, PAPER_ROSTER_CAP, TeamPerformance
 from app.rating.tie_layer import TieModel
+from app.seasons.schemas import SeasonOut
 
 
 class ModeUpdate(BaseModel):
@@ -119,6 +120,15 @@ class ModeOut(BaseModel):
         }
         latency = {k: settings.get(k) for k in LATENCY_SETTINGS}
         return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS}, **latency, **extra)
+
+
+class ModeDetail(ModeOut):
+    """One mode with its seasons."""
+
+    season: SeasonOut = Field(description="the current season")
+    past_seasons: list[SeasonOut] = Field(
+        description="ended seasons, latest first; GET /v1/leaderboards/{mode}?season=NAME reads one"
+    )
 
 
 class ModeChanged(ModeOut):
