@@ -95,7 +95,15 @@ async def run_switch(
         await leaderboards.lock_mode(session, mode)
         locked = time.perf_counter()
         existing = await repository.seasons(session, mode)
-        if wanted.name in {s.name for s in existing} | {FIRST_SEASON}:
+        named = next((s for s in existing if s.name == wanted.name), None)
+        if named is not None and named.ended_at is None:
+            # This job again, after its process died between the commit and marking it done.
+            return {
+                "season": wanted.name,
+                "already_started": True,
+                "started_at": named.started_at.isoformat(),
+            }
+        if named is not None or wanted.name == FIRST_SEASON:
             raise Conflict(f"mode {mode!r} already has a season {wanted.name!r}")
         boundary = await repository.high_water(session)
         current = next((s for s in existing if s.ended_at is None), None)

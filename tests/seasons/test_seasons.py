@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from fastapi import FastAPI
 
 from app.client import ApiError, AsyncClient
+from app.seasons import service as seasons
 from tests.conftest import ADMIN_KEY
 from tests.leaderboards.test_leaderboards import play
 
@@ -154,6 +156,27 @@ async def test_a_switch_archives_the_standings_and_resets_by_the_formula(
     assert [(s["name"], s["players"], s["ranked"]) for s in shown["past_seasons"]] == [
         ("preseason", len(players), len(board))
     ]
+
+
+async def test_a_switch_run_again_after_it_committed_changes_nothing(
+    app: FastAPI, api: AsyncClient, client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    players = [f"{mode}-{x}" for x in "abcd"]
+    await play(api, mode, random.Random(10), players, 5)
+    await switch(client, admin_headers, mode, name="s1", reset="soft")
+    before = await ratings(api, mode, players)
+
+    async def report(_: float) -> None:
+        return None
+
+    # What a second process does with the job when the first died before marking it done.
+    again = await seasons.run_switch(
+        app.state.resources.sessions, mode, {"name": "s1", "reset": "soft"}, report
+    )
+    assert again["already_started"] is True
+    assert await ratings(api, mode, players) == before
+    shown = (await client.get(f"/v1/modes/{mode}", headers=admin_headers)).json()
+    assert [s["name"] for s in shown["past_seasons"]] == ["preseason"]
 
 
 async def test_names_are_unique_and_bad_requests_are_problems(
