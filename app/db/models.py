@@ -51,6 +51,8 @@ class Mode(Base):
     # Width of the leaderboard's count buckets in `conservative`; fixed at creation (sigma/64).
     leaderboard_bucket_width: Mapped[float] = mapped_column(Double, server_default=text("0.13"))
     settings: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    # The ordinal of the current season (app.seasons); 0 until the first switch.
+    season: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
     updated_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
 
@@ -85,6 +87,9 @@ class Rating(Base):
     draws: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     last_played_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
     updated_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
+    # The season these values belong to; behind the mode's, the row awaits its archive and
+    # reset (migration 0008's season_catch_up). Set on insert by a trigger.
+    season: Mapped[int] = mapped_column(Integer, server_default=text("0"))
 
     __table_args__ = (
         Index(

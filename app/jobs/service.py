@@ -55,6 +55,7 @@ async def _in_thread(
 
 async def run_replay(sessions: async_sessionmaker[AsyncSession], mode: str, report: Report) -> dict[str, Any]:
     started = time.perf_counter()
+    await seasons.complete(sessions, mode)  # a season switch still archiving: finish it first
     async with sessions() as session, session.begin():
         await unbounded(session)
         rules = modes.rules_of(await modes.get_mode(session, mode))

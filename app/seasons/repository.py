@@ -1,8 +1,12 @@
-"""SQL for seasons: the switch (archive, reset), archived leaderboards, and replay's scope.
+"""SQL for seasons: the switch, the archive and reset of rows behind their mode's season,
+archived leaderboards, and a replay's scope.
 
 The switch runs under the mode's exclusive lock (app.leaderboards.repository.lock_mode):
 no match of the mode is being written, so `match_applied_seq`'s last value is the
-boundary between the season that ends and the one that starts.
+boundary between the season that ends and the one that starts. It only writes the season
+rows and moves `modes.season` on; the ratings are archived and reset row by row by
+`season_catch_up` (migration 0008): by the job in chunks, and by the trigger on ratings for
+a player a match reaches first.
 """
 
 from __future__ import annotations
@@ -15,14 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Season
 from app.leaderboards.repository import Row
-
-# The reset, one formula for the three kinds (docs/api.md, "Seasons"): hard is pull =
-# widen = 1, none is 0 and 0. The ends are exact (the prior, or the rating unchanged),
-# not the formula's rounding. `s` is the source of mu and sigma, `m` the modes row.
-_MU = """CASE WHEN :pull = 0 THEN s.mu WHEN :pull = 1 THEN m.mu
-         ELSE m.mu + (1 - :pull) * (s.mu - m.mu) END"""
-_SIGMA = """CASE WHEN :widen = 0 THEN s.sigma WHEN :widen = 1 THEN m.sigma
-            ELSE sqrt(s.sigma * s.sigma + :widen * (m.sigma * m.sigma - s.sigma * s.sigma)) END"""
 
 _LIST = text("SELECT * FROM seasons WHERE mode = :mode ORDER BY ordinal DESC")
 
@@ -42,28 +38,9 @@ _FIRST = text("""
     SELECT name, :name, 0, 'none', 0, 0, created_at, 0 FROM modes WHERE name = :mode
 """)
 
-# Every rated player, ranked as the live leaderboard ranks them (conservative descending,
-# ties by player id) when they have the minimum of matches.
-_ARCHIVE = text("""
-    INSERT INTO season_standings
-        (mode, season, player_id, rank, mu, sigma, conservative, matches, wins, losses, draws,
-         last_played_at)
-    SELECT r.mode, :season, r.player_id,
-           CASE WHEN r.matches >= m.min_matches_for_leaderboard
-                THEN row_number() OVER (PARTITION BY r.matches >= m.min_matches_for_leaderboard
-                                        ORDER BY r.conservative DESC, r.player_id) END,
-           r.mu, r.sigma, r.conservative, r.matches, r.wins, r.losses, r.draws, r.last_played_at
-    FROM ratings r JOIN modes m ON m.name = r.mode
-    WHERE r.mode = :mode
-""")
-
 _END = text("""
-    UPDATE seasons s SET ended_at = now(), end_seq = :end_seq, min_matches = m.min_matches_for_leaderboard,
-        players = (SELECT count(*) FROM season_standings a WHERE a.mode = :mode AND a.season = :season),
-        ranked = (SELECT count(*) FROM season_standings a
-                  WHERE a.mode = :mode AND a.season = :season AND a.rank IS NOT NULL)
+    UPDATE seasons s SET ended_at = now(), end_seq = :end_seq, min_matches = m.min_matches_for_leaderboard
     FROM modes m WHERE m.name = :mode AND s.mode = :mode AND s.name = :season
-    RETURNING s.players, s.ranked
 """)
 
 _START = text("""
@@ -71,17 +48,37 @@ _START = text("""
     VALUES (:mode, :name, :ordinal, :reset, :pull, :widen, now(), :start_seq)
 """)
 
-_RESET = text(f"""
-    UPDATE ratings AS s
-    SET mu = {_MU}, sigma = {_SIGMA}, conservative = ({_MU}) - m.conservative_k * ({_SIGMA}),
-        matches = 0, wins = 0, losses = 0, draws = 0, last_played_at = NULL, updated_at = now()
-    FROM modes m WHERE m.name = :mode AND s.mode = :mode
+_ADVANCE = text("UPDATE modes SET season = :ordinal WHERE name = :mode")
+
+_BEHIND = text("SELECT player_id FROM ratings WHERE mode = :mode AND season < :ordinal")
+
+_CATCH_UP = text("SELECT season_catch_up(:mode, CAST(:players AS varchar[]))")
+
+# Ranks as the live leaderboard ranked at the switch: conservative descending, ties by
+# player id, players with the minimum of matches the mode asked then.
+_RANK = text("""
+    WITH ranked AS (
+        SELECT a.player_id, row_number() OVER (ORDER BY a.conservative DESC, a.player_id) AS rank
+        FROM season_standings a JOIN seasons s ON s.mode = a.mode AND s.name = a.season
+        WHERE a.mode = :mode AND a.season = :season AND a.matches >= s.min_matches
+    )
+    UPDATE season_standings a SET rank = ranked.rank
+    FROM ranked WHERE a.mode = :mode AND a.season = :season AND a.player_id = ranked.player_id
 """)
 
-_STARTS = text(f"""
-    SELECT s.player_id, {_MU} AS mu, {_SIGMA} AS sigma
-    FROM season_standings s JOIN modes m ON m.name = s.mode
-    WHERE s.mode = :mode AND s.season = :season
+_COUNT = text("""
+    UPDATE seasons s
+    SET players = (SELECT count(*) FROM season_standings a WHERE a.mode = :mode AND a.season = :season),
+        ranked = (SELECT count(*) FROM season_standings a
+                  WHERE a.mode = :mode AND a.season = :season AND a.rank IS NOT NULL)
+    WHERE s.mode = :mode AND s.name = :season
+    RETURNING s.players, s.ranked
+""")
+
+_STARTS = text("""
+    SELECT a.player_id, season_mu(a.mu, m.mu, :pull), season_sigma(a.sigma, m.sigma, :widen)
+    FROM season_standings a JOIN modes m ON m.name = a.mode
+    WHERE a.mode = :mode AND a.season = :season
 """)
 
 _PAST_MATCHES = text("SELECT id FROM matches WHERE mode = :mode AND applied_seq <= :seq")
@@ -138,19 +135,19 @@ async def first_season(session: AsyncSession, mode: str, name: str) -> None:
     await session.execute(_FIRST, {"mode": mode, "name": name})
 
 
-async def archive(session: AsyncSession, mode: str, season: str, end_seq: int) -> tuple[int, int]:
-    """Copy the mode's ratings as they stand into the season's standings and end it:
-    (players archived, players ranked)."""
-    await session.execute(_ARCHIVE, {"mode": mode, "season": season})
-    players, ranked = (
-        await session.execute(_END, {"mode": mode, "season": season, "end_seq": end_seq})
-    ).one()
-    return int(players), int(ranked)
-
-
-async def start(
-    session: AsyncSession, mode: str, name: str, ordinal: int, reset: str, pull: float, widen: float, seq: int
+async def switch(
+    session: AsyncSession,
+    mode: str,
+    ending: str,
+    name: str,
+    ordinal: int,
+    reset: str,
+    factors: tuple[float, float],
+    boundary: int,
 ) -> None:
+    """End season `ending` at `boundary` and start `name`; the caller holds the mode's lock."""
+    await session.execute(_END, {"mode": mode, "season": ending, "end_seq": boundary})
+    pull, widen = factors
     await session.execute(
         _START,
         {
@@ -160,15 +157,29 @@ async def start(
             "reset": reset,
             "pull": pull,
             "widen": widen,
-            "start_seq": seq,
+            "start_seq": boundary,
         },
     )
+    await session.execute(_ADVANCE, {"mode": mode, "ordinal": ordinal})
 
 
-async def reset(session: AsyncSession, mode: str, pull: float, widen: float) -> None:
-    """Every rating of the mode reset by the formula, its counts to zero (counting is the
-    caller's: it holds the lock and recounts the leaderboard after)."""
-    await session.execute(_RESET, {"mode": mode, "pull": pull, "widen": widen})
+async def behind(session: AsyncSession, mode: str, ordinal: int) -> list[str]:
+    """The players whose rows are behind season `ordinal`, in code-point order (the order
+    season_catch_up locks in)."""
+    rows = await session.execute(_BEHIND, {"mode": mode, "ordinal": ordinal})
+    return sorted(row[0] for row in rows.all())
+
+
+async def catch_up(session: AsyncSession, mode: str, players: list[str]) -> int:
+    """Archive and reset those of `players` whose rows are behind the mode's season."""
+    return int((await session.execute(_CATCH_UP, {"mode": mode, "players": players})).scalar_one())
+
+
+async def rank(session: AsyncSession, mode: str, season: str) -> tuple[int, int]:
+    """Number the archived season's leaderboard, once every row is in: (players, ranked)."""
+    await session.execute(_RANK, {"mode": mode, "season": season})
+    players, ranked = (await session.execute(_COUNT, {"mode": mode, "season": season})).one()
+    return int(players), int(ranked)
 
 
 async def starts(

@@ -1,10 +1,13 @@
 """Seasons of a mode: start one (a job), read the current and past ones, their archived
 leaderboards, and what a replay of the current season starts from.
 
-A switch is one transaction under the mode's exclusive lock: match posts of the mode wait
-for it (never fail, while it stays under the statement timeout) and land wholly on one
-side. Under the lock it reads the applied_seq high-water mark (the boundary), archives the
-ratings with their ranks, and resets them with one set-based UPDATE each.
+A switch holds the mode's exclusive lock only to record the boundary (the applied_seq
+high-water mark: every match is committed wholly before or wholly after it) and to move the
+mode to the new season, which costs the same at any size. Match posts of the mode wait for
+that and no longer. The ratings are then archived and reset in chunks of player ids by the
+job; a player a match reaches before their chunk is archived and reset by the trigger on
+ratings that the post's insert of its players runs (migration 0008). The archive is ranked
+once every row is in, and the job is done.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from app import metrics, pagination
 from app.db.bulk import unbounded
 from app.db.commit_hooks import after_commit
 from app.db.models import Mode, Season
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, NotFound, ServiceUnavailable
 from app.jobs import repository as jobs
 from app.jobs.schemas import JobAccepted
 from app.leaderboards import repository as leaderboards
@@ -32,6 +35,15 @@ from app.matches.schemas import RatingOut
 from app.modes import service as modes
 from app.seasons import repository
 from app.seasons.schemas import FIRST_SEASON, ModeSeasons, SeasonIn, SeasonOut
+
+Report = Callable[[float], Awaitable[None]]
+# Players archived and reset per transaction: their posts wait for that one chunk at most.
+CHUNK = 2000
+
+
+async def _nothing(_: float) -> None:
+    return None
+
 
 JOB_KIND = "season"
 
@@ -75,20 +87,22 @@ async def submit(session: AsyncSession, mode: str, body: SeasonIn) -> JobAccepte
     return JobAccepted(job_id=job_id)
 
 
-async def run_switch(
-    sessions: async_sessionmaker[AsyncSession],
-    mode: str,
-    params: dict[str, Any],
-    report: Callable[[float], Awaitable[None]],
-) -> dict[str, Any]:
-    """Archive the current season and start `params["name"]` with its reset (the job)."""
-    wanted = SeasonIn.model_validate(params)
-    pull, widen = wanted.factors()
-    started = time.perf_counter()
+@dataclass(frozen=True, slots=True)
+class Switched:
+    """The switch as committed: None for `ending` when the season had already started."""
+
+    ending: str | None = None
+    boundary: int | None = None
+    held: float = 0.0  # seconds the mode's match posts were held
+
+
+async def switch(sessions: async_sessionmaker[AsyncSession], mode: str, wanted: SeasonIn) -> Switched:
+    """The switch itself, under the mode's exclusive lock: the boundary, the season rows, the
+    mode's season moved on. The ratings still hold the ended season until `complete`."""
+    await complete(sessions, mode)  # a switch before this one that did not finish
     async with sessions() as session, session.begin():
         await unbounded(session)
         await repository.stamp_unnumbered(session, mode)
-    await report(0.1)
     async with sessions() as session, session.begin():
         await unbounded(session)
         await modes.get_mode(session, mode)
@@ -97,12 +111,7 @@ async def run_switch(
         existing = await repository.seasons(session, mode)
         named = next((s for s in existing if s.name == wanted.name), None)
         if named is not None and named.ended_at is None:
-            # This job again, after its process died between the commit and marking it done.
-            return {
-                "season": wanted.name,
-                "already_started": True,
-                "started_at": named.started_at.isoformat(),
-            }
+            return Switched()  # this job again: its process died after the switch committed
         if named is not None or wanted.name == FIRST_SEASON:
             raise Conflict(f"mode {mode!r} already has a season {wanted.name!r}")
         boundary = await repository.high_water(session)
@@ -111,26 +120,73 @@ async def run_switch(
             await repository.first_season(session, mode, FIRST_SEASON)
         ending = FIRST_SEASON if current is None else current.name
         ordinal = 1 if current is None else current.ordinal + 1
-        players, ranked = await repository.archive(session, mode, ending, boundary)
-        await repository.start(session, mode, wanted.name, ordinal, wanted.reset, pull, widen, boundary)
-        # Counting per statement is off: the reset moves every row, and the counts are
-        # rebuilt from the reset ratings at once.
-        await leaderboards.bulk(session, True)
-        await repository.reset(session, mode, pull, widen)
-        await leaderboards.recount(session, mode)
-        after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "season").inc(players))
-    finished = time.perf_counter()
+        await repository.switch(
+            session, mode, ending, wanted.name, ordinal, wanted.reset, wanted.factors(), boundary
+        )
+    return Switched(ending, boundary, time.perf_counter() - locked)
+
+
+async def run_switch(
+    sessions: async_sessionmaker[AsyncSession], mode: str, params: dict[str, Any], report: Report
+) -> dict[str, Any]:
+    """End the current season and start `params["name"]` with its reset (the job)."""
+    wanted = SeasonIn.model_validate(params)
+    started = time.perf_counter()
+    switched = await switch(sessions, mode, wanted)
+    await report(0.05)
+    done = await complete(sessions, mode, report)
+    if switched.ending is None:
+        return {"season": wanted.name, "already_started": True}
+    pull, widen = wanted.factors()
     return {
         "season": wanted.name,
-        "archived": ending,
+        "archived": switched.ending,
         "reset": wanted.reset,
         "pull": pull,
         "widen": widen,
-        "players": players,
-        "ranked": ranked,
-        "boundary_seq": boundary,
-        "seconds": {"total": round(finished - started, 3), "locked": round(finished - locked, 3)},
+        "players": done.players,
+        "ranked": done.ranked,
+        "boundary_seq": switched.boundary,
+        "seconds": {
+            "total": round(time.perf_counter() - started, 3),
+            # How long the mode's match posts were held: the lock, not the archive and reset.
+            "locked": round(switched.held, 3),
+            "archive_and_reset": round(done.seconds, 3),
+        },
     }
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    players: int | None = None
+    ranked: int | None = None
+    seconds: float = 0.0
+
+
+async def complete(
+    sessions: async_sessionmaker[AsyncSession], mode: str, report: Report = _nothing
+) -> Completed:
+    """Archive and reset every row still behind the mode's season, then rank the archive.
+    Nothing to do when the last ended season is ranked already."""
+    started = time.perf_counter()
+    async with sessions() as session, session.begin():
+        rows = await repository.seasons(session, mode)
+        current = next((s for s in rows if s.ended_at is None), None)
+        ending = next((s for s in rows if s.ended_at is not None), None)
+        if current is None or ending is None or ending.ranked is not None:
+            return Completed()
+        await unbounded(session)
+        players = await repository.behind(session, mode, current.ordinal)
+    reset = 0
+    for first in range(0, len(players), CHUNK):
+        async with sessions() as session, session.begin():
+            reset += await repository.catch_up(session, mode, players[first : first + CHUNK])
+        await report(0.05 + 0.85 * (first + CHUNK) / len(players))
+    async with sessions() as session, session.begin():
+        await unbounded(session)
+        archived, ranked = await repository.rank(session, mode, ending.name)
+        after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "season").inc(reset))
+    return Completed(archived, ranked, time.perf_counter() - started)
 
 
 # -- archived leaderboards ----------------------------------------------------------------
@@ -148,6 +204,10 @@ async def _ended(session: AsyncSession, mode: str, season: str) -> Season | None
         return None
     if named is None:
         raise NotFound(f"mode {mode!r} has no season {season!r}")
+    if named.ended_at is not None and named.ranked is None:
+        raise ServiceUnavailable(
+            f"season {season!r} of {mode!r} is being archived; its job says when it is done"
+        )
     return None if named.ended_at is None else named
 
 
@@ -209,7 +269,8 @@ class ReplayScope:
 
 async def replay_scope(session: AsyncSession, mode: str) -> ReplayScope:
     """A replay re-rates the current season only: its matches, each player starting from
-    the reset of their archived rating (or their seed, or the prior, when not archived)."""
+    the reset of their archived rating (or their seed, or the prior, when not archived).
+    The caller completes the last switch first (`complete`)."""
     rows = await repository.seasons(session, mode)
     current = next((s for s in rows if s.ended_at is None), None)
     previous = next((s for s in rows if s.ended_at is not None), None)

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from app.client import ApiError, AsyncClient
 from app.seasons import service as seasons
+from app.seasons.schemas import SeasonIn
 from tests.conftest import ADMIN_KEY
 from tests.leaderboards.test_leaderboards import play
 
@@ -177,6 +178,68 @@ async def test_a_switch_run_again_after_it_committed_changes_nothing(
     assert await ratings(api, mode, players) == before
     shown = (await client.get(f"/v1/modes/{mode}", headers=admin_headers)).json()
     assert [s["name"] for s in shown["past_seasons"]] == ["preseason"]
+
+
+async def test_a_match_before_the_archive_reaches_its_players_starts_from_their_reset(
+    app: FastAPI,
+    api: AsyncClient,
+    client: httpx.AsyncClient,
+    admin_headers: Headers,
+    mode: str,
+    database_url: str,
+) -> None:
+    """Between the switch and the end of its job, a post archives and resets its own players
+    first (the trigger on ratings); the job then does the rest and ranks the archive."""
+    await api.put_mode(mode, min_matches_for_leaderboard=1)
+    players = [f"{mode}-{x}" for x in "abcdefgh"]
+    await play(api, mode, random.Random(11), players, 20)
+    board = await pages(client, admin_headers, mode, None)
+    before = await ratings(api, mode, players)
+    sessions = app.state.resources.sessions
+    switched = await seasons.switch(sessions, mode, SeasonIn(name="s1", reset="soft", pull=0.5, widen=0.5))
+    assert switched.ending == "preseason" and switched.boundary is not None
+    # Not archived yet: the archive answers 503, the mode lists the season without counts.
+    waiting = await client.get(
+        f"/v1/leaderboards/{mode}", params={"season": "preseason"}, headers=admin_headers
+    )
+    assert waiting.status_code == 503 and waiting.headers["content-type"] == "application/problem+json"
+    shown = (await client.get(f"/v1/modes/{mode}", headers=admin_headers)).json()
+    assert shown["season"]["name"] == "s1" and shown["past_seasons"][0]["ranked"] is None
+
+    a, b = players[0], players[1]
+    posted = await api.post_match(
+        {
+            "mode": mode,
+            "match_id": f"{mode}-early",
+            "teams": [{"players": [{"id": a}], "rank": 0}, {"players": [{"id": b}], "rank": 1}],
+        }
+    )
+    for p in posted.players:
+        expected = reset(before[p.player_id].rating.mu, before[p.player_id].rating.sigma, 0.5, 0.5)
+        assert (p.before.mu, p.before.sigma) == expected, p.player_id
+    with psycopg.connect(database_url) as conn:
+        early = conn.execute(
+            "SELECT player_id FROM season_standings WHERE mode = %s ORDER BY player_id", (mode,)
+        ).fetchall()
+    assert early == [(a,), (b,)]
+    # An admin's rating for a player not yet archived: archived first, then set.
+    await api.set_rating(players[2], mode, 30.0, 2.0)
+
+    done = await seasons.complete(sessions, mode)
+    assert (done.players, done.ranked) == (len(players), len(board))
+    assert await pages(client, admin_headers, mode, "preseason") == board
+    after = await ratings(api, mode, players)
+    assert (after[players[2]].rating.mu, after[players[2]].rating.sigma) == (30.0, 2.0)
+    for player in players[3:]:
+        expected = reset(before[player].rating.mu, before[player].rating.sigma, 0.5, 0.5)
+        assert (after[player].rating.mu, after[player].rating.sigma) == expected
+        assert after[player].matches == 0
+    assert (after[a].matches, after[b].matches) == (1, 1)
+    # The live board counts right: a and b (one match each, the minimum) and nobody else.
+    assert [e["player_id"] for e in await pages(client, admin_headers, mode, None)] == sorted(
+        [a, b], key=lambda p: -after[p].rating.conservative
+    )
+    assert (await seasons.complete(sessions, mode)).players is None  # nothing left to do
 
 
 async def test_names_are_unique_and_bad_requests_are_problems(
