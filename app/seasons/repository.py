@@ -50,20 +50,33 @@ _START = text("""
 
 _ADVANCE = text("UPDATE modes SET season = :ordinal WHERE name = :mode")
 
-_BEHIND = text("SELECT player_id FROM ratings WHERE mode = :mode AND season < :ordinal")
+# The ended season's standings as they were at the switch, in one snapshot: rows archived
+# already, and rows still behind (their values unchanged since). Best first, as the live
+# leaderboard ranked at the switch: conservative descending, ties by player id, then the
+# players below the minimum of matches the mode asked then.
+_ORDER = text("""
+    SELECT u.player_id, u.behind, u.matches >= s.min_matches AS eligible
+    FROM (
+        SELECT player_id, conservative, matches, true AS behind FROM ratings
+        WHERE mode = :mode AND season < :ordinal
+        UNION ALL
+        SELECT player_id, conservative, matches, false FROM season_standings
+        WHERE mode = :mode AND season = :season
+    ) AS u, seasons s
+    WHERE s.mode = :mode AND s.name = :season
+    ORDER BY u.matches >= s.min_matches DESC, u.conservative DESC, u.player_id
+""")
 
-_CATCH_UP = text("SELECT season_catch_up(:mode, CAST(:players AS varchar[]))")
+_CATCH_UP = text("SELECT season_catch_up(:mode, CAST(:players AS varchar[]), CAST(:ranks AS bigint[]))")
 
-# Ranks as the live leaderboard ranked at the switch: conservative descending, ties by
-# player id, players with the minimum of matches the mode asked then.
-_RANK = text("""
-    WITH ranked AS (
-        SELECT a.player_id, row_number() OVER (ORDER BY a.conservative DESC, a.player_id) AS rank
-        FROM season_standings a JOIN seasons s ON s.mode = a.mode AND s.name = a.season
-        WHERE a.mode = :mode AND a.season = :season AND a.matches >= s.min_matches
-    )
-    UPDATE season_standings a SET rank = ranked.rank
-    FROM ranked WHERE a.mode = :mode AND a.season = :season AND a.player_id = ranked.player_id
+_UNRANKED = text(
+    "SELECT player_id FROM season_standings WHERE mode = :mode AND season = :season AND rank IS NULL"
+)
+
+_SET_RANKS = text("""
+    UPDATE season_standings a SET rank = x.rank
+    FROM unnest(CAST(:players AS varchar[]), CAST(:ranks AS bigint[])) AS x(player_id, rank)
+    WHERE a.mode = :mode AND a.season = :season AND a.player_id = x.player_id
 """)
 
 _COUNT = text("""
@@ -163,21 +176,46 @@ async def switch(
     await session.execute(_ADVANCE, {"mode": mode, "ordinal": ordinal})
 
 
-async def behind(session: AsyncSession, mode: str, ordinal: int) -> list[str]:
-    """The players whose rows are behind season `ordinal`, in code-point order (the order
-    season_catch_up locks in)."""
-    rows = await session.execute(_BEHIND, {"mode": mode, "ordinal": ordinal})
-    return sorted(row[0] for row in rows.all())
+@dataclass(frozen=True, slots=True)
+class Final:
+    """An ended season's final order: each ranked player's rank, and the players whose rows
+    still wait for their archive and reset, in code-point order (season_catch_up's)."""
+
+    ranks: dict[str, int]
+    behind: list[str]
 
 
-async def catch_up(session: AsyncSession, mode: str, players: list[str]) -> int:
-    """Archive and reset those of `players` whose rows are behind the mode's season."""
-    return int((await session.execute(_CATCH_UP, {"mode": mode, "players": players})).scalar_one())
+async def final_order(session: AsyncSession, mode: str, season: str, ordinal: int) -> Final:
+    rows = await session.execute(_ORDER, {"mode": mode, "season": season, "ordinal": ordinal})
+    ranks: dict[str, int] = {}
+    behind = []
+    for player, is_behind, eligible in rows.all():
+        if eligible:
+            ranks[player] = len(ranks) + 1
+        if is_behind:
+            behind.append(player)
+    return Final(ranks, sorted(behind))
 
 
-async def rank(session: AsyncSession, mode: str, season: str) -> tuple[int, int]:
-    """Number the archived season's leaderboard, once every row is in: (players, ranked)."""
-    await session.execute(_RANK, {"mode": mode, "season": season})
+async def catch_up(
+    session: AsyncSession, mode: str, players: list[str], ranks: list[int | None] | None = None
+) -> int:
+    """Archive (with `ranks`, when known) and reset those of `players` whose rows are behind
+    the mode's season."""
+    params = {"mode": mode, "players": players, "ranks": ranks}
+    return int((await session.execute(_CATCH_UP, params)).scalar_one())
+
+
+async def finish(session: AsyncSession, mode: str, season: str, ranks: dict[str, int]) -> tuple[int, int]:
+    """Rank the rows archived without a rank (by match posts) and count the archive:
+    (players, ranked)."""
+    unranked = [row[0] for row in (await session.execute(_UNRANKED, {"mode": mode, "season": season})).all()]
+    known = [player for player in unranked if player in ranks]
+    if known:
+        await session.execute(
+            _SET_RANKS,
+            {"mode": mode, "season": season, "players": known, "ranks": [ranks[p] for p in known]},
+        )
     players, ranked = (await session.execute(_COUNT, {"mode": mode, "season": season})).one()
     return int(players), int(ranked)
 

@@ -151,7 +151,7 @@ async def run_switch(
             "total": round(time.perf_counter() - started, 3),
             # How long the mode's match posts were held: the lock, not the archive and reset.
             "locked": round(switched.held, 3),
-            "archive_and_reset": round(done.seconds, 3),
+            **done.seconds,
         },
     }
 
@@ -160,7 +160,7 @@ async def run_switch(
 class Completed:
     players: int | None = None
     ranked: int | None = None
-    seconds: float = 0.0
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 async def complete(
@@ -176,17 +176,29 @@ async def complete(
         if current is None or ending is None or ending.ranked is not None:
             return Completed()
         await unbounded(session)
-        players = await repository.behind(session, mode, current.ordinal)
-    reset = 0
-    for first in range(0, len(players), CHUNK):
+        final = await repository.final_order(session, mode, ending.name, current.ordinal)
+    read = time.perf_counter()
+    reset, behind = 0, final.behind
+    for first in range(0, len(behind), CHUNK):
+        chunk = behind[first : first + CHUNK]
         async with sessions() as session, session.begin():
-            reset += await repository.catch_up(session, mode, players[first : first + CHUNK])
-        await report(0.05 + 0.85 * (first + CHUNK) / len(players))
+            reset += await repository.catch_up(session, mode, chunk, [final.ranks.get(p) for p in chunk])
+        await report(0.05 + 0.9 * (first + CHUNK) / len(behind))
+    caught_up = time.perf_counter()
     async with sessions() as session, session.begin():
         await unbounded(session)
-        archived, ranked = await repository.rank(session, mode, ending.name)
+        archived, ranked = await repository.finish(session, mode, ending.name, final.ranks)
         after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "season").inc(reset))
-    return Completed(archived, ranked, time.perf_counter() - started)
+    finished = time.perf_counter()
+    return Completed(
+        archived,
+        ranked,
+        {
+            "read": round(read - started, 3),
+            "archive_and_reset": round(caught_up - read, 3),
+            "rank": round(finished - caught_up, 3),
+        },
+    )
 
 
 # -- archived leaderboards ----------------------------------------------------------------

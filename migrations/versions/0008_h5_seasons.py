@@ -52,9 +52,12 @@ RETURN CASE WHEN widen = 0 THEN sigma WHEN widen = 1 THEN sigma0
 # Archive then reset the given players' rows of the mode that are behind its season, locking
 # them in code-point order of player id: the order a match post proposes its players' rows
 # (the trigger below catches them up one by one) and the job's chunks go in, so the two never
-# wait on each other in a cycle. Returns the rows reset.
+# wait on each other in a cycle. `p_ranks` (the job's) gives each player's final rank, in
+# the order of `p_players`; without it the row is ranked when the job completes. Returns the
+# rows reset.
 _CATCH_UP = """
-CREATE FUNCTION season_catch_up(p_mode varchar, p_players varchar[]) RETURNS integer
+CREATE FUNCTION season_catch_up(p_mode varchar, p_players varchar[], p_ranks bigint[] DEFAULT NULL)
+RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
     s record;
@@ -71,12 +74,14 @@ BEGIN
         RETURN 0;
     END IF;
     INSERT INTO season_standings
-        (mode, season, player_id, mu, sigma, conservative, matches, wins, losses, draws, last_played_at)
-    SELECT r.mode, s.archive, r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.wins, r.losses,
-           r.draws, r.last_played_at
+        (mode, season, player_id, rank, mu, sigma, conservative, matches, wins, losses, draws,
+         last_played_at)
+    SELECT r.mode, s.archive, r.player_id, x.rank, r.mu, r.sigma, r.conservative, r.matches, r.wins,
+           r.losses, r.draws, r.last_played_at
     FROM (SELECT * FROM ratings
           WHERE mode = p_mode AND player_id = ANY(p_players) AND season < s.ordinal
           ORDER BY player_id COLLATE "C" FOR UPDATE) AS r
+    LEFT JOIN unnest(p_players, p_ranks) AS x(player_id, rank) ON x.player_id = r.player_id
     ON CONFLICT DO NOTHING;
     UPDATE ratings r
     SET mu = season_mu(r.mu, s.mu0, s.pull), sigma = season_sigma(r.sigma, s.sigma0, s.widen),
@@ -174,7 +179,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("DROP TRIGGER season_stamp ON ratings")
     op.execute("DROP FUNCTION season_stamp()")
-    op.execute("DROP FUNCTION season_catch_up(varchar, varchar[])")
+    op.execute("DROP FUNCTION season_catch_up(varchar, varchar[], bigint[])")
     op.execute("DROP FUNCTION season_sigma(float8, float8, float8)")
     op.execute("DROP FUNCTION season_mu(float8, float8, float8)")
     op.drop_index("ix_season_standings_rank", table_name="season_standings")
