@@ -116,6 +116,7 @@ async def run(base: str, key: str, url: str, args: argparse.Namespace) -> dict[s
     if job["status"] != "done":
         raise SystemExit(f"the season job failed: {job['error']}")
     during = [s for s in load.samples if asked <= s[0] <= finished]
+    before = [s[1] for s in load.samples if s[0] < asked] or [0.0]
     waits = sorted(s[1] for s in during) or [0.0]
     failed = [s for s in load.samples if s[2] != 201]
     with psycopg.connect(url) as conn:
@@ -137,6 +138,7 @@ async def run(base: str, key: str, url: str, args: argparse.Namespace) -> dict[s
         "failed_statuses": sorted({s[2] for s in failed}),
         "posts_during_switch": len(during),
         "longest_post_wait_s": round(max(s[1] for s in load.samples), 3),
+        "longest_post_wait_before_switch_s": round(max(before), 3),
         "p99_during_switch_s": round(waits[int(len(waits) * 0.99)], 3),
         "matches_in_ended_season": counted[0],
         "matches_in_new_season": counted[1],

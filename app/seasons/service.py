@@ -37,8 +37,11 @@ from app.seasons import repository
 from app.seasons.schemas import FIRST_SEASON, ModeSeasons, SeasonIn, SeasonOut
 
 Report = Callable[[float], Awaitable[None]]
-# Players archived and reset per transaction: their posts wait for that one chunk at most.
-CHUNK = 2000
+# Players archived and reset per transaction: a post waits for the one chunk holding its
+# player at most.
+CHUNK = 1000
+# Progress is written at most this often (each write is a transaction of its own).
+REPORT_EVERY_S = 1.0
 
 
 async def _nothing(_: float) -> None:
@@ -46,6 +49,8 @@ async def _nothing(_: float) -> None:
 
 
 JOB_KIND = "season"
+
+ASYNC_COMMIT = text("SET LOCAL synchronous_commit = off")
 
 _PENDING = text("""
     SELECT 1 FROM jobs WHERE mode = :mode AND kind = 'season' AND status IN ('queued', 'running')
@@ -178,12 +183,17 @@ async def complete(
         await unbounded(session)
         final = await repository.final_order(session, mode, ending.name, current.ordinal)
     read = time.perf_counter()
-    reset, behind = 0, final.behind
+    reset, behind, reported = 0, final.behind, read
     for first in range(0, len(behind), CHUNK):
         chunk = behind[first : first + CHUNK]
         async with sessions() as session, session.begin():
+            # A chunk lost in a crash is redone by the job's next attempt (its rows are still
+            # behind), so it need not wait for its commit to reach the disk.
+            await session.execute(ASYNC_COMMIT)
             reset += await repository.catch_up(session, mode, chunk, [final.ranks.get(p) for p in chunk])
-        await report(0.05 + 0.9 * (first + CHUNK) / len(behind))
+        if time.perf_counter() - reported > REPORT_EVERY_S:
+            reported = time.perf_counter()
+            await report(0.05 + 0.9 * (first + CHUNK) / len(behind))
     caught_up = time.perf_counter()
     async with sessions() as session, session.begin():
         await unbounded(session)
