@@ -11,12 +11,14 @@ a player a match reaches first.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.bulk import driver
 from app.db.models import Season
 from app.leaderboards.repository import Row
 
@@ -54,18 +56,20 @@ _ADVANCE = text("UPDATE modes SET season = :ordinal WHERE name = :mode")
 # already, and rows still behind (their values unchanged since). Best first, as the live
 # leaderboard ranked at the switch: conservative descending, ties by player id, then the
 # players below the minimum of matches the mode asked then.
-_ORDER = text("""
+_ORDER = """
     SELECT u.player_id, u.behind, u.matches >= s.min_matches AS eligible
     FROM (
         SELECT player_id, conservative, matches, true AS behind FROM ratings
-        WHERE mode = :mode AND season < :ordinal
+        WHERE mode = %(mode)s AND season < %(ordinal)s
         UNION ALL
         SELECT player_id, conservative, matches, false FROM season_standings
-        WHERE mode = :mode AND season = :season
+        WHERE mode = %(mode)s AND season = %(season)s
     ) AS u, seasons s
-    WHERE s.mode = :mode AND s.name = :season
+    WHERE s.mode = %(mode)s AND s.name = %(season)s
     ORDER BY u.matches >= s.min_matches DESC, u.conservative DESC, u.player_id
-""")
+"""
+# Rows converted per step: the service's event loop answers requests between steps.
+_BATCH = 20_000
 
 _CATCH_UP = text("SELECT season_catch_up(:mode, CAST(:players AS varchar[]), CAST(:ranks AS bigint[]))")
 
@@ -186,15 +190,21 @@ class Final:
 
 
 async def final_order(session: AsyncSession, mode: str, season: str, ordinal: int) -> Final:
-    rows = await session.execute(_ORDER, {"mode": mode, "season": season, "ordinal": ordinal})
+    """A million rows at a switch of a big mode: read and sorted in steps and off the event
+    loop, which serves the match posts meanwhile."""
+    conn = await driver(session)
     ranks: dict[str, int] = {}
-    behind = []
-    for player, is_behind, eligible in rows.all():
-        if eligible:
-            ranks[player] = len(ranks) + 1
-        if is_behind:
-            behind.append(player)
-    return Final(ranks, sorted(behind))
+    behind: list[str] = []
+    async with conn.cursor() as cursor:
+        await cursor.execute(_ORDER, {"mode": mode, "season": season, "ordinal": ordinal})
+        while rows := await cursor.fetchmany(_BATCH):
+            for player, is_behind, eligible in rows:
+                if eligible:
+                    ranks[player] = len(ranks) + 1
+                if is_behind:
+                    behind.append(player)
+            await asyncio.sleep(0)
+    return Final(ranks, await asyncio.to_thread(sorted, behind))
 
 
 async def catch_up(

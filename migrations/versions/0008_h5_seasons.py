@@ -104,7 +104,10 @@ DECLARE
 BEGIN
     SELECT season INTO current_season FROM modes WHERE name = NEW.mode;
     NEW.season := coalesce(current_season, 0);
-    IF NEW.season > 0 THEN
+    -- One index probe on the common path: the row is current (or new), nothing to catch up.
+    IF NEW.season > 0 AND EXISTS (
+        SELECT 1 FROM ratings WHERE player_id = NEW.player_id AND mode = NEW.mode AND season < NEW.season
+    ) THEN
         PERFORM season_catch_up(NEW.mode, ARRAY[NEW.player_id]::varchar[]);
     END IF;
     RETURN NEW;
