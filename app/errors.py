@@ -94,3 +94,12 @@ class ValidationFailed(AppError):
 
 class TooManyRequests(AppError):
     status = 429
+
+
+class ServiceUnavailable(AppError):
+    """Something the answer needs is not ready yet (an ended season still being archived)."""
+
+    status = 503
+
+    def __init__(self, detail: str, retry_after: int = 2) -> None:
+        super().__init__(detail, headers={"Retry-After": str(retry_after)})

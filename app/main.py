@@ -23,6 +23,7 @@ from app.api import (
     players,
     problems,
     queues,
+    seasons,
     ui,
 )
 from app.api.deps import Resources
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         modes.router,
         keys.router,
         jobs.router,
+        seasons.router,
         health.router,
         ui.router,
     ):

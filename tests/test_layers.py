@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "modes",
                 "players",
                 "queues",
+                "seasons",
             }
         ),
     ),

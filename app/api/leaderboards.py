@@ -11,8 +11,14 @@ from app.api.deps import ReadKey, SessionDep
 from app.ids import Identifier
 from app.leaderboards import service
 from app.leaderboards.schemas import LeaderboardPage, Standing
+from app.seasons import service as seasons
 
 router = APIRouter(prefix="/v1/leaderboards", tags=["leaderboards"])
+
+SEASON = (
+    "an ended season's name: its leaderboard as it stood at the switch (the current season's "
+    "name, or none, reads the live one); 404 for a season the mode never had"
+)
 
 
 @router.get("/{mode}", operation_id="get_leaderboard", response_model=LeaderboardPage)
@@ -22,10 +28,13 @@ async def get_leaderboard(
     _: ReadKey,
     limit: Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT)] = pagination.DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
+    season: Annotated[Identifier | None, Query(description=SEASON)] = None,
 ) -> LeaderboardPage:
     """Players with at least the mode's minimum of matches, by conservative rating
-    descending, ties by player id."""
-    return await service.leaderboard(session, mode, limit, cursor)
+    descending, ties by player id. With `season`, an ended season's final leaderboard."""
+    if season is None:
+        return await service.leaderboard(session, mode, limit, cursor)
+    return await seasons.leaderboard(session, mode, season, limit, cursor)
 
 
 @router.get("/{mode}/players/{player_id}", operation_id="get_leaderboard_standing", response_model=Standing)
@@ -35,7 +44,10 @@ async def get_standing(
     session: SessionDep,
     _: ReadKey,
     around: Annotated[int, Query(ge=0, le=100)] = 5,
+    season: Annotated[Identifier | None, Query(description=SEASON)] = None,
 ) -> Standing:
     """The player's exact rank, the leaderboard's size, and `around` neighbours each side.
     404 when the player is not on the leaderboard (no rating, or too few matches)."""
-    return await service.standing(session, mode, player_id, around)
+    if season is None:
+        return await service.standing(session, mode, player_id, around)
+    return await seasons.standing(session, mode, season, player_id, around)

@@ -7,7 +7,8 @@ from fastapi import APIRouter
 from app.api.deps import AdminKey, ReadKey, SessionDep
 from app.ids import Identifier
 from app.modes import service
-from app.modes.schemas import ModeChanged, ModeList, ModeOut, ModeUpdate
+from app.modes.schemas import ModeChanged, ModeDetail, ModeList, ModeOut, ModeUpdate
+from app.seasons import service as seasons
 
 router = APIRouter(prefix="/v1/modes", tags=["modes"])
 
@@ -18,10 +19,12 @@ async def list_modes(session: SessionDep, _: ReadKey) -> ModeList:
     return ModeList(modes=[ModeOut.of(m) for m in await service.list_modes(session)])
 
 
-@router.get("/{mode}", operation_id="get_mode", response_model=ModeOut)
-async def get_mode(mode: Identifier, session: SessionDep, _: ReadKey) -> ModeOut:
-    """One mode; 404 if unknown."""
-    return ModeOut.of(await service.get_mode(session, mode))
+@router.get("/{mode}", operation_id="get_mode", response_model=ModeDetail)
+async def get_mode(mode: Identifier, session: SessionDep, _: ReadKey) -> ModeDetail:
+    """One mode, with its current season and the past ones; 404 if unknown."""
+    found = await service.get_mode(session, mode)
+    held = await seasons.of_mode(session, found)
+    return ModeDetail.of(found, season=held.season, past_seasons=held.past_seasons)
 
 
 @router.put("/{mode}", operation_id="put_mode", response_model=ModeChanged)

@@ -110,8 +110,9 @@ async def leaderboard(
     redis: RedisDep,
     res: ResourcesDep,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
+    season: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response:
-    build = lambda: pages.leaderboard_page(session, redis, mode, cursor)  # noqa: E731
+    build = lambda: pages.leaderboard_page(session, redis, mode, cursor, season)  # noqa: E731
     return await _signed_in_page(request, session, res, "leaderboard.html", build)
 
 

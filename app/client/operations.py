@@ -18,7 +18,7 @@ from app.jobs.schemas import JobAccepted, JobOut
 from app.leaderboards.schemas import LeaderboardPage, Standing
 from app.lobbies.schemas import BalanceIn, BalanceOut, EvaluateIn, EvaluateOut
 from app.matches.schemas import BatchOut, MatchIn, MatchOut
-from app.modes.schemas import ModeChanged, ModeList, ModeOut
+from app.modes.schemas import ModeChanged, ModeDetail, ModeList, ModeOut
 from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut
 from app.queues.schemas import (
     MatchmakeOut,
@@ -114,9 +114,9 @@ class Operations:
         """Every mode with its parameters."""
         return Request()
 
-    @operation("GET", "/v1/modes/{mode}", model(ModeOut))
+    @operation("GET", "/v1/modes/{mode}", model(ModeDetail))
     def get_mode(self, name: str) -> Request:
-        """One mode."""
+        """One mode, with its current season and the past ones."""
         return Request({"mode": name})
 
     @operation("PUT", "/v1/modes/{mode}", model(ModeChanged))
@@ -192,14 +192,20 @@ class Operations:
     # --- leaderboards (read) ---
 
     @operation("GET", "/v1/leaderboards/{mode}", model(LeaderboardPage))
-    def get_leaderboard(self, mode: str, limit: int = 50, cursor: str | None = None) -> Request:
-        """A page of the leaderboard; pass `next_cursor` back for the next page."""
-        return Request({"mode": mode}, {"limit": limit, "cursor": cursor})
+    def get_leaderboard(
+        self, mode: str, limit: int = 50, cursor: str | None = None, season: str | None = None
+    ) -> Request:
+        """A page of the leaderboard (of an ended `season`: as it stood at the switch); pass
+        `next_cursor` back for the next page."""
+        return Request({"mode": mode}, {"limit": limit, "cursor": cursor, "season": season})
 
     @operation("GET", "/v1/leaderboards/{mode}/players/{player_id}", model(Standing))
-    def get_leaderboard_standing(self, mode: str, player_id: str, around: int = 5) -> Request:
-        """A player's exact rank, percentile and `around` neighbours each side."""
-        return Request({"mode": mode, "player_id": player_id}, {"around": around})
+    def get_leaderboard_standing(
+        self, mode: str, player_id: str, around: int = 5, season: str | None = None
+    ) -> Request:
+        """A player's exact rank, percentile and `around` neighbours each side (in an ended
+        `season`: as they stood at the switch)."""
+        return Request({"mode": mode, "player_id": player_id}, {"around": around, "season": season})
 
     # --- history jobs (admin submits, read follows) ---
 
@@ -207,6 +213,12 @@ class Operations:
     def submit_job(self, /, mode: str, kind: str = "replay", **options: Any) -> Request:
         """Queue a `replay` or a `smooth` job (options: gamma, sigma, iterations, epsilon)."""
         return Request({"mode": mode}, json={"kind": kind, **options})
+
+    @operation("POST", "/v1/modes/{mode}/seasons", model(JobAccepted), repeatable=False)
+    def start_season(self, /, mode: str, name: str, reset: str, **factors: float) -> Request:
+        """Archive the current season and start `name` with a `hard`, `soft` (factors: pull,
+        widen) or `none` reset (admin); follow the job with get_job."""
+        return Request({"mode": mode}, json={"name": name, "reset": reset, **factors})
 
     @operation("GET", "/v1/jobs/{job_id}", model(JobOut))
     def get_job(self, job_id: str) -> Request:

@@ -11,12 +11,15 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     DateTime,
     Double,
+    ForeignKey,
     Integer,
     String,
+    UniqueConstraint,
     func,
     text,
 )
@@ -49,6 +52,8 @@ class Mode(Base):
     # Width of the leaderboard's count buckets in `conservative`; fixed at creation (sigma/64).
     leaderboard_bucket_width: Mapped[float] = mapped_column(Double, server_default=text("0.13"))
     settings: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    # The ordinal of the current season (app.seasons); 0 until the first switch.
+    season: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
     updated_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
 
@@ -71,3 +76,30 @@ class ApiKey(Base):
     bootstrap: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
     revoked_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+
+
+class Season(Base):
+    """A named season of a mode (migration 0009). The current one has no `ended_at`; its
+    matches are those with `applied_seq` in (start_seq, end_seq]."""
+
+    __tablename__ = "seasons"
+
+    mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(ID, primary_key=True)
+    ordinal: Mapped[int] = mapped_column(Integer)
+    reset: Mapped[str] = mapped_column(String(8))
+    pull: Mapped[float] = mapped_column(Double)
+    widen: Mapped[float] = mapped_column(Double)
+    started_at: Mapped[dt.datetime] = mapped_column(Timestamp)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    start_seq: Mapped[int] = mapped_column(BigInteger)
+    end_seq: Mapped[int | None] = mapped_column(BigInteger)
+    # Filled when the season ends: rated players archived, those ranked, the minimum then.
+    players: Mapped[int | None] = mapped_column(BigInteger)
+    ranked: Mapped[int | None] = mapped_column(BigInteger)
+    min_matches: Mapped[int | None] = mapped_column(Integer)
+
+    __table_args__ = (
+        UniqueConstraint("mode", "ordinal"),
+        CheckConstraint("reset IN ('none', 'soft', 'hard')", name="reset"),
+    )

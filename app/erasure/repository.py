@@ -74,10 +74,16 @@ async def lock_every_mode(session: AsyncSession) -> None:
         await lock_mode(session, mode)
 
 
-# Every table that keeps history naming a player, renamed in this order. Archived season
-# standings join this list where they exist: one UPDATE ... SET player_id = :new WHERE
-# player_id = :old each.
-_RENAMES = [_MATCHES, _SEEDS]
+# A rating still waiting for its season switch's archive (migration 0009) is archived (and
+# reset) first, so that the ended season's standings keep the player's row, under the pseudonym.
+_ARCHIVE_PENDING = text(
+    "SELECT season_catch_up(mode, ARRAY[CAST(:old AS varchar)]) FROM ratings WHERE player_id = :old"
+)
+# Archived season standings keep rank, rating and counts under the pseudonym.
+_STANDINGS = text("UPDATE season_standings SET player_id = :new WHERE player_id = :old")
+
+# Every table that keeps history naming a player, renamed in this order.
+_RENAMES = [_ARCHIVE_PENDING, _MATCHES, _SEEDS, _STANDINGS]
 
 
 async def pseudonymise(session: AsyncSession, player_id: str, pseudonym: str) -> None:

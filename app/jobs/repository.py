@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,17 @@ _FAILED = text("UPDATE jobs SET status = 'failed', error = :error, finished_at =
 
 async def create(session: AsyncSession, job_id: str, mode: str, kind: str, params: dict[str, Any]) -> None:
     await session.execute(_CREATE, {"id": job_id, "mode": mode, "kind": kind, "params": json.dumps(params)})
+
+
+_SEASON_PENDING = text("""
+    SELECT 1 FROM jobs WHERE mode = :mode AND kind = 'season' AND status IN ('queued', 'running')
+      AND params ->> 'name' = :name
+""")
+
+
+async def season_pending(session: AsyncSession, mode: str, name: str) -> bool:
+    """Whether a switch of the mode to season `name` is queued or running."""
+    return (await session.execute(_SEASON_PENDING, {"mode": mode, "name": name})).first() is not None
 
 
 async def get(session: AsyncSession, job_id: str) -> Any:
@@ -175,12 +186,20 @@ APPLIED_ORDER = "applied_seq, id"
 
 
 async def history(
-    session: AsyncSession, mode: str, only: Sequence[int] | None = None, order: str = REPLAY_ORDER
+    session: AsyncSession,
+    mode: str,
+    only: Sequence[int] | None = None,
+    order: str = REPLAY_ORDER,
+    exclude: Collection[int] = (),
 ) -> replay.History:
-    """The mode's non-void matches (or just `only`) as arrays, in `order`: numbered in SQL,
-    moved by COPY, the numbers as binary columns."""
+    """The mode's non-void matches (or just `only`; never those in `exclude`, an ended season's)
+    as arrays, in `order`: numbered in SQL, moved by COPY, the numbers as binary columns."""
     conn = await driver(session)
-    params: dict[str, Any] = {"mode": mode, "only": None if only is None else list(only)}
+    params: dict[str, Any] = {
+        "mode": mode,
+        "only": None if only is None else list(only),
+        "exclude": list(exclude),
+    }
     await conn.execute("DROP TABLE IF EXISTS replay_order, replay_names")
     await conn.execute(
         f"""
@@ -189,6 +208,7 @@ async def history(
                row_number() OVER (ORDER BY {order}) - 1 AS ord
         FROM matches
         WHERE mode = %(mode)s AND NOT void AND (CAST(%(only)s AS int8[]) IS NULL OR id = ANY(%(only)s))
+          AND NOT id = ANY(CAST(%(exclude)s AS int8[]))
         """,
         params,
     )

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-JobKind = Literal["replay", "smooth"]
+JobKind = Literal["replay", "smooth", "season"]
 JobStatus = Literal["queued", "running", "done", "failed"]
 
 

@@ -16,11 +16,13 @@ from app import metrics
 from app.db.bulk import unbounded
 from app.db.commit_hooks import after_commit
 from app.db.locks import lock_mode
-from app.errors import NotFound
+from app.errors import Conflict, NotFound
 from app.ids import is_pseudonym
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
 from app.modes import service as modes
+from app.seasons import service as seasons
+from app.seasons.schemas import SeasonIn
 
 Report = Callable[[float], Awaitable[None]]
 # How often a running job says it is alive (repository.STALE_AFTER_S is when it is presumed dead).
@@ -31,6 +33,19 @@ async def submit(session: AsyncSession, mode: str, job: JobIn) -> JobAccepted:
     await modes.get_mode(session, mode)  # 404 for an unknown mode
     job_id = str(uuid.uuid4())
     await repository.create(session, job_id, mode, job.kind, job.model_dump(exclude={"kind"}))
+    return JobAccepted(job_id=job_id)
+
+
+async def submit_season(session: AsyncSession, mode: str, body: SeasonIn) -> JobAccepted:
+    """Queue the switch to season `body.name` (app.seasons runs it); 409 when the mode has
+    (or is starting) a season of that name."""
+    found = await modes.get_mode(session, mode)  # 404 for an unknown mode
+    if body.name in await seasons.taken_names(session, mode) or await repository.season_pending(
+        session, mode, body.name
+    ):
+        raise Conflict(f"mode {found.name!r} already has (or is starting) a season {body.name!r}")
+    job_id = str(uuid.uuid4())
+    await repository.create(session, job_id, mode, seasons.JOB_KIND, body.model_dump())
     return JobAccepted(job_id=job_id)
 
 
@@ -67,11 +82,14 @@ async def run_replay(
     """Re-rate the mode's history (app/jobs/replay.py) and swap the result in. `fresh` forces
     the write path (fresh tables or in place); by default the mode's share chooses it."""
     started = time.perf_counter()
+    await seasons.complete(sessions, mode)  # a season switch still archiving: finish it first
     async with sessions() as session, session.begin():
         await unbounded(session)
         rules = modes.rules_of(await modes.get_mode(session, mode))
-        history = await repository.history(session, mode)
-        seeds = await repository.seeds(session, mode)
+        # Seasons: only the current season is re-rated, from its reset ratings.
+        scope = await seasons.replay_scope(session, mode)
+        history = await repository.history(session, mode, exclude=scope.past)
+        seeds = {**await repository.seeds(session, mode), **scope.starts}
         players = await repository.rated_players(session, mode)
     read = time.perf_counter()
     env, k = rules.env, rules.conservative_k
@@ -97,7 +115,7 @@ async def run_replay(
                 await repository.lock_tables(session)
             # From here on, no rating of the mode changes until the swap commits.
             await lock_mode(session, mode)
-            done = set(history.pks.tolist())
+            done = set(history.pks.tolist()) | scope.past
             late_pks = [pk for pk in await repository.live_match_pks(session, mode) if pk not in done]
             late = 0
             if late_pks:
@@ -240,6 +258,8 @@ async def _run_kind(
     try:
         if kind == "replay":
             result = await run_replay(sessions, mode, report)
+        elif kind == seasons.JOB_KIND:
+            result = await seasons.run_switch(sessions, mode, params, report)
         else:
             result = await run_smooth(sessions, mode, job_id, params, report)
     except asyncio.CancelledError:

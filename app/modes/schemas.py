@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -119,6 +119,33 @@ class ModeOut(BaseModel):
         }
         latency = {k: settings.get(k) for k in LATENCY_SETTINGS}
         return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS}, **latency, **extra)
+
+
+# How a new season starts from the old one (app.seasons; the formula is in docs/api.md).
+Reset = Literal["none", "soft", "hard"]
+
+
+class SeasonOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    name: str
+    ordinal: int = Field(description="0 for the mode's first season, then 1, 2, ...")
+    reset: Reset = Field(description="the reset the season started with")
+    pull: float
+    widen: float
+    started_at: dt.datetime
+    ended_at: dt.datetime | None = Field(description="null for the current season")
+    players: int | None = Field(description="ended seasons: rated players archived")
+    ranked: int | None = Field(description="ended seasons: players on its final leaderboard")
+
+
+class ModeDetail(ModeOut):
+    """One mode with its seasons."""
+
+    season: SeasonOut = Field(description="the current season")
+    past_seasons: list[SeasonOut] = Field(
+        description="ended seasons, latest first; GET /v1/leaderboards/{mode}?season=NAME reads one"
+    )
 
 
 class ModeChanged(ModeOut):

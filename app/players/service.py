@@ -21,6 +21,7 @@ from app.players.schemas import (
 )
 from app.rating import conservative
 from app.schemas import RatingOut
+from app.seasons import repository as seasons
 
 
 def _rating(mu: float, sigma: float, k: float) -> RatingOut:
@@ -82,6 +83,8 @@ async def player_matches(
 
 async def set_rating(session: AsyncSession, player_id: str, mode: str, body: RatingSet) -> PlayerOut:
     await modes.get_mode(session, mode)  # 404 for an unknown mode
+    # A row still in the last season is archived first; the new value is this season's.
+    await seasons.catch_up(session, mode, [player_id])
     await repository.set_rating(session, player_id, mode, body.mu, body.sigma)
     after_commit(session, metrics.RATINGS_WRITTEN.labels(mode, "admin").inc)
     return await get_player(session, player_id)

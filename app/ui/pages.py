@@ -19,6 +19,7 @@ from app.modes import service as modes
 from app.players import service as players
 from app.queues import service as queues
 from app.queues.schemas import QueueStats
+from app.seasons import service as seasons
 from app.ui.plot import Point, plot
 
 LEADERBOARD_PAGE = 50
@@ -49,14 +50,23 @@ async def modes_page(session: AsyncSession, redis: RedisClient) -> dict[str, Any
 
 
 async def leaderboard_page(
-    session: AsyncSession, redis: RedisClient, mode: str, cursor: str | None
+    session: AsyncSession, redis: RedisClient, mode: str, cursor: str | None, season: str | None = None
 ) -> dict[str, Any]:
+    """The live leaderboard, or with `season` an ended season's final one."""
     found = await modes.get_mode(session, mode)
-    page = await leaderboards.leaderboard(session, mode, LEADERBOARD_PAGE, cursor)
+    held = await seasons.of_mode(session, found)
+    ended = None if season is None else await seasons.find(session, mode, season)
+    if ended is None:
+        page = await leaderboards.leaderboard(session, mode, LEADERBOARD_PAGE, cursor)
+    else:
+        page = await seasons.leaderboard(session, mode, ended.name, LEADERBOARD_PAGE, cursor)
     return {
         "mode": found,
         "page": page,
-        "on_leaderboard": await leaderboards.size(session, mode),
+        "season": held.season,
+        "past_seasons": held.past_seasons,
+        "viewing": ended,
+        "on_leaderboard": ended.ranked if ended is not None else await leaderboards.size(session, mode),
         "queue": await _queue(session, redis, mode),
         "is_first": cursor is None,
     }

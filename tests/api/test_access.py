@@ -45,6 +45,7 @@ NEEDS = {
     "get_leaderboard": "read",
     "get_leaderboard_standing": "read",
     "submit_job": "admin",
+    "start_season": "admin",
     "get_job": "read",
 }
 OPEN = {"healthz", "readyz", "metrics"}

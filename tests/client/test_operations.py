@@ -126,6 +126,8 @@ async def scenario(api: Client | AsyncClient) -> None:
 
     accepted = await ready(api.submit_job(mode, "replay"))
     assert (await ready(api.get_job(accepted.job_id))).mode == mode
+    switch = await ready(api.start_season(mode, f"{mode}-s1", "soft", pull=0.5))
+    assert (await ready(api.get_job(switch.job_id))).kind == "season"
     assert (await ready(api.void_match(f"{mode}-m1"))).void is True
 
     assert await ready(api.delete_player(p2)) is None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,3 +106,83 @@ def test_player_page_draws_the_rating_plot_in_chromium(
     assert blue > 100, f"only {blue} pixels of the online line were drawn"
     assert orange > 100, f"only {orange} pixels of the smoothed line were drawn"
     assert tinted > 0.05 * len(pixels), f"the sigma bands cover only {tinted} of {len(pixels)} pixels"
+
+
+def seed_burst(base: str, mode: str) -> None:
+    """Matches posted seconds apart (the server stamps played_at), then a season switch."""
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    with httpx.Client(base_url=base, headers=admin, timeout=30) as http:
+        assert http.put(f"/v1/modes/{mode}", json={}).status_code in (200, 201)
+        for n in range(12):
+            body = {
+                "match_id": f"{mode}-b{n}",
+                "mode": mode,
+                "teams": [
+                    {"players": [{"id": f"{mode}-a-rather-long-player-identifier"}], "rank": n % 3 and 1},
+                    {"players": [{"id": f"foe{n % 4}"}], "rank": 0 if n % 3 else 1},
+                ],
+            }
+            assert http.post("/v1/matches", json=body).status_code == 201
+        accepted = http.post(f"/v1/modes/{mode}/seasons", json={"name": "s1", "reset": "soft"})
+        assert accepted.status_code == 202
+        deadline = time.monotonic() + 60
+        while (status := http.get(accepted.headers["Location"]).json()["status"]) not in ("done", "failed"):
+            assert time.monotonic() < deadline, "the season job did not finish"
+            time.sleep(0.2)
+        assert status == "done"
+
+
+def overflow(browser: webdriver.Chrome) -> tuple[int, int]:
+    """(page width, window width): the page scrolls sideways when the first exceeds the second."""
+    width, inner = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    return int(width), int(inner)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_page_fits_the_window_and_the_plot_spreads_a_burst(
+    live_server: str, browser: webdriver.Chrome, width: int
+) -> None:
+    mode = f"ui-w{width}-{int(time.time() * 1000) % 10**9}"
+    seed_burst(live_server, mode)
+    player = f"{mode}-a-rather-long-player-identifier"
+    browser.set_window_size(width, 900)
+    browser.get(f"{live_server}/ui/login")
+    shown(browser, By.ID, "key").send_keys(ADMIN_KEY)
+    browser.find_element(By.ID, "sign-in").click()
+    shown(browser, By.ID, "modes")
+    assert browser.execute_script("return window.innerWidth") <= width
+    pages = {
+        "modes": ("/ui", "modes"),
+        "leaderboard": (f"/ui/modes/{mode}", "leaderboard"),
+        "past season": (f"/ui/modes/{mode}?season=preseason", "leaderboard"),
+        "player": (f"/ui/players/{player}?mode={mode}", "rating-plot"),
+    }
+    for name, (path, element) in pages.items():
+        browser.get(live_server + path)
+        shown(browser, By.ID, element)
+        page_width, inner = overflow(browser)
+        assert page_width <= inner, f"{name} at {width} px: the page is {page_width} px wide in {inner}"
+
+    # The season is on the leaderboard page, with the past one a link away.
+    browser.get(f"{live_server}/ui/modes/{mode}")
+    assert shown(browser, By.ID, "current-season").text == "s1 (current)"
+    browser.find_element(By.LINK_TEXT, "preseason").click()
+    assert "Final standings of preseason" in shown(browser, By.ID, "archived-note").text
+    assert browser.find_elements(By.LINK_TEXT, player)
+
+    # Twelve matches within seconds: twelve distinct x positions, and time-of-day labels.
+    browser.get(f"{live_server}/ui/players/{player}?mode={mode}")
+    plot = shown(browser, By.ID, "rating-plot")
+    line = next(
+        p for p in plot.find_elements(By.TAG_NAME, "path") if p.get_attribute("class") == "line online"
+    )
+    assert line.get_attribute("data-points") == "12"
+    xs = [float(x) for x in re.findall(r"[ML]([\d.]+),", line.get_attribute("d") or "")]
+    assert len(set(xs)) == 12 and xs == sorted(xs)
+    box = line.rect
+    assert box["width"] > 0.6 * plot.rect["width"], "the history is squeezed into a narrow strip"
+    labels = [t.text for t in plot.find_elements(By.CSS_SELECTOR, "text.x-tick")]
+    assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
+    assert all(re.fullmatch(r"\d\d:\d\d(:\d\d(\.\d{3})?)?", label) for label in labels), labels
+    assert "match order; time on " in shown(browser, By.ID, "x-caption").text
+    assert plot.rect["width"] <= browser.execute_script("return window.innerWidth")

@@ -9,6 +9,14 @@ import pytest
 
 from app.ui.plot import Point, nice_step, plot, thin
 from tests.jobs.test_jobs import run_job
+from tests.seasons.test_seasons import switch
+
+
+async def run_season(
+    client: httpx.AsyncClient, headers: dict[str, str], mode: str, body: dict[str, str]
+) -> None:
+    await switch(client, headers, mode, **body)
+
 
 Headers = dict[str, str]
 
@@ -105,6 +113,25 @@ async def test_leaderboard_pages_follow_the_api_order(
     assert ranks == [str(r) for r in range(51, 58)]
     assert 'id="next-page"' not in second.text and 'id="first-page"' in second.text
 
+    # A season switch: the page names the season and links the archived one, which keeps the
+    # order above while the live board restarts.
+    await run_season(client, admin_headers, mode, {"name": "s1", "reset": "hard"})
+    live = await client.get(f"/ui/modes/{mode}", headers=admin_headers)
+    assert re.search(r'<strong id="current-season">s1 \(current\)</strong>', live.text)
+    link = re.search(
+        r'<a href="(/ui/modes/[^"]+\?season=preseason)" class="past-season">preseason</a>', live.text
+    )
+    assert link is not None
+    archived = await client.get(link.group(1), headers=admin_headers)
+    assert re.findall(r'<a href="/ui/players/(lb\d\d)\?mode=', archived.text) == order[:50]
+    assert 'id="archived-note"' in archived.text and '<b id="total">57</b>' in archived.text
+    following = re.search(r'href="([^"]+)" id="next-page"', archived.text)
+    assert following is not None and "season=preseason" in following.group(1)
+    rest = await client.get(following.group(1).replace("&amp;", "&"), headers=admin_headers)
+    assert re.findall(r'<a href="/ui/players/(lb\d\d)\?mode=', rest.text) == order[50:]
+    unknown = await client.get(f"/ui/modes/{mode}?season=never", headers=admin_headers)
+    assert unknown.status_code == 404 and "no season" in unknown.text
+
     missing = await client.get("/ui/modes/no-such-mode", headers=admin_headers)
     assert missing.status_code == 404 and "does not exist" in missing.text
     bad_cursor = await client.get(f"/ui/modes/{mode}?cursor=zzz", headers=admin_headers)
@@ -172,7 +199,45 @@ def test_plot_geometry_stays_in_the_frame_and_brackets_every_band() -> None:
     assert labels[0] <= 25.0 - 8.0 and labels[-1] >= 54.0 + 5.1
     assert plot([("a", "online", [])]) is None
     single = plot([("a", "online", [at(0)])])
-    assert single is not None and single.x_ticks[0].label < single.x_ticks[-1].label
+    assert single is not None and [t.label for t in single.x_ticks] == ["2026-01-01"]
+    assert single.x_ticks[0].at == pytest.approx((single.left + single.right) / 2)
+
+
+def burst(seconds: list[int]) -> list[Point]:
+    import datetime as dt
+
+    start = dt.datetime(2026, 5, 4, 9, 30, tzinfo=dt.UTC)
+    return [Point(start + dt.timedelta(seconds=s), 25.0 + i, 5.0) for i, s in enumerate(seconds)]
+
+
+def xs_of(path: str) -> list[float]:
+    return [float(x) for x in re.findall(r"[ML]([\d.]+),", path)]
+
+
+def test_matches_seconds_apart_get_their_own_x_and_times_of_day_as_labels() -> None:
+    drawn = plot([("a", "online", burst([0, 2, 2, 5, 9, 3600, 7200]))])
+    assert drawn is not None
+    xs = xs_of(drawn.curves[0].line)
+    # Evenly spread by order, even the two posted in the same second.
+    assert len(set(xs)) == 7 and xs == sorted(xs)
+    assert xs[0] == pytest.approx(drawn.left) and xs[-1] == pytest.approx(drawn.right)
+    labels = [t.label for t in drawn.x_ticks]
+    assert len(labels) == len(set(labels)) >= 3
+    assert all(re.fullmatch(r"\d\d:\d\d(:\d\d)?", label) for label in labels), labels
+    assert labels[0] == "09:30:00" and labels[-1] == "11:30:00"  # minutes repeat: seconds shown
+    assert drawn.x_caption == "match order; time on 2026-05-04 (UTC)"
+
+
+def test_days_apart_are_dates_and_days_repeating_add_the_time() -> None:
+    drawn = plot([("a", "online", [at(d) for d in range(30)])])
+    assert drawn is not None
+    labels = [t.label for t in drawn.x_ticks]
+    assert labels[0] == "2026-01-01" and labels[-1] == "2026-01-30" and len(set(labels)) == 5
+    # Most points in one burst, one a month later: ticks share a day, so they carry the time.
+    crowded = plot([("a", "online", [*burst(list(range(0, 600, 60))), at(40)])])
+    assert crowded is not None
+    labels = [t.label for t in crowded.x_ticks]
+    assert len(labels) == len(set(labels)) and all(re.fullmatch(r"\d\d-\d\d \d\d:\d\d", x) for x in labels)
 
 
 @pytest.mark.parametrize(("span", "step"), [(10.0, 2.0), (37.0, 10.0), (0.3, 0.1), (1000.0, 200.0)])
