@@ -409,3 +409,39 @@ async def test_posts_during_a_switch_wait_and_land_in_exactly_one_season(
             first_new.setdefault(player, (mu_b, sigma_b))
     assert last_old == ends
     assert first_new and set(first_new.values()) == {(MU0, SIGMA0)}
+
+
+async def test_an_erased_player_keeps_their_archived_rank_under_the_pseudonym(
+    app: FastAPI, api: AsyncClient, client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    """Erasure renames the archive's row (rank, rating and counts kept), including a row still
+    waiting for its switch's archive, and the archive's other rows stay as they were."""
+    await api.put_mode(mode, min_matches_for_leaderboard=1)
+    players = [f"{mode}-{x}" for x in "abcdef"]
+    await play(api, mode, random.Random(5), players, 15)
+    board = await pages(client, admin_headers, mode, None)
+    gone, pending = board[1]["player_id"], board[3]["player_id"]
+    await switch(client, admin_headers, mode, name="s1", reset="hard")
+    await play(api, mode, random.Random(6), players, 6)
+    # The second switch's job has not run yet: `pending` is erased before its row is archived.
+    sessions = app.state.resources.sessions
+    await seasons.switch(sessions, mode, SeasonIn(name="s2", reset="soft"))
+    s1_live = {e["player_id"]: e for e in await pages(client, admin_headers, mode, None)}
+    for player in (gone, pending):
+        response = await client.delete(f"/v1/players/{player}", headers=admin_headers)
+        assert response.status_code == 204, response.text
+    await seasons.complete(sessions, mode)
+
+    archived = await pages(client, admin_headers, mode, "preseason")
+    assert [e["rank"] for e in archived] == [e["rank"] for e in board]
+    for old, new in zip(board, archived, strict=True):
+        if old["player_id"] in (gone, pending):
+            assert new["player_id"].startswith("erased:")
+            assert {**new, "player_id": old["player_id"]} == old
+        else:
+            assert new == old
+    s1 = {e["player_id"]: e for e in await pages(client, admin_headers, mode, "s1")}
+    renamed = [p for p in s1 if p.startswith("erased:")]
+    assert set(s1) - set(renamed) == set(s1_live) - {gone, pending}
+    assert len(renamed) == len({gone, pending} & set(s1_live))
+    assert all(p not in str(archived) + str(s1) for p in (gone, pending))
