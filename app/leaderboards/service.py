@@ -12,7 +12,8 @@ from app.leaderboards.schemas import Entry, LeaderboardPage, Standing
 from app.schemas import RatingOut
 
 
-def _entry(rank: int, row: Row) -> Entry:
+def entry(rank: int, row: Row) -> Entry:
+    """A leaderboard row as answered (live boards and archived seasons alike)."""
     return Entry(
         rank=rank,
         player_id=row.player_id,
@@ -43,7 +44,7 @@ async def leaderboard(session: AsyncSession, mode: str, limit: int, cursor: str 
     rows = await repository.page(session, mode, min_matches, after and (after[0], after[1]), limit + 1)
     first = 1 if after is None else after[2] + 1
     page = rows[:limit]
-    entries = [_entry(first + i, row) for i, row in enumerate(page)]
+    entries = [entry(first + i, row) for i, row in enumerate(page)]
     more = len(rows) > limit
     return LeaderboardPage(entries=entries, next_cursor=_encode(page[-1], entries[-1].rank) if more else None)
 
@@ -68,9 +69,9 @@ async def standing(session: AsyncSession, mode: str, player_id: str, around: int
             f"{found.me.matches} matches of the {found.min_matches} it needs"
         )
     rank = found.ahead + 1
-    entries = [_entry(rank - 1 - i, row) for i, row in enumerate(found.above)][::-1]
-    entries.append(_entry(rank, found.me))
-    entries += [_entry(rank + 1 + i, row) for i, row in enumerate(found.below)]
+    entries = [entry(rank - 1 - i, row) for i, row in enumerate(found.above)][::-1]
+    entries.append(entry(rank, found.me))
+    entries += [entry(rank + 1 + i, row) for i, row in enumerate(found.below)]
     return Standing(
         rank=rank,
         total=found.total,

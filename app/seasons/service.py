@@ -27,11 +27,9 @@ from app.db.locks import lock_mode
 from app.db.models import Mode, Season
 from app.errors import Conflict, NotFound, ServiceUnavailable, UnknownMode
 from app.leaderboards import service as leaderboards
-from app.leaderboards.repository import Row
-from app.leaderboards.schemas import Entry, LeaderboardPage, Standing
+from app.leaderboards.schemas import LeaderboardPage, Standing
 from app.modes import service as modes
 from app.modes.schemas import SeasonOut
-from app.schemas import RatingOut
 from app.seasons import repository
 from app.seasons.schemas import FIRST_SEASON, ModeSeasons, SeasonIn
 
@@ -220,15 +218,6 @@ async def _ended(session: AsyncSession, mode: str, season: str) -> Season | None
     return None if named.ended_at is None else named
 
 
-def _entry(rank: int, row: Row) -> Entry:
-    return Entry(
-        rank=rank,
-        player_id=row.player_id,
-        rating=RatingOut(mu=row.mu, sigma=row.sigma, conservative=row.conservative),
-        matches=row.matches,
-    )
-
-
 async def find(session: AsyncSession, mode: str, season: str) -> Season | None:
     return await _ended(session, mode, season)
 
@@ -259,7 +248,7 @@ async def _archived_page(
     page = rows[:limit]
     more = len(rows) > limit
     return LeaderboardPage(
-        entries=[_entry(r.rank, r.row) for r in page],
+        entries=[leaderboards.entry(r.rank, r.row) for r in page],
         next_cursor=pagination.encode_values([page[-1].rank]) if more else None,
     )
 
@@ -279,7 +268,7 @@ async def _archived_standing(session: AsyncSession, season: Season, player_id: s
         rank=rank,
         total=total,
         percentile=100.0 * (total - rank) / total,
-        entries=[_entry(r.rank, r.row) for r in rows],
+        entries=[leaderboards.entry(r.rank, r.row) for r in rows],
     )
 
 
