@@ -15,9 +15,10 @@ process, so that its peak memory (ru_maxrss, which includes reading the data) is
    `convergence()` to 1e-6; distance to a reference. Goal: at most 15 s.
 3. A synthetic 5,000,000-game 1v1 history (50,000 players, 7,300 daily batches): init plus
    a default smooth (1e-6, at most 1,000 sweeps): time, sweeps, the distance estimated,
-   peak memory. Goal: at most 4 GB. The games are built as the package's call shape asks
-   (a sequence of teams of names per game), with one list per player shared by every game
-   it plays, so that the input itself takes ~0.9 GB rather than ~2 GB.
+   peak memory (and the peak by the end of init, input included). Goal: at most 4 GB. The
+   games are built as the package's call shape asks (a sequence of teams of names per game),
+   with one list per player shared by every game it plays, so that the input itself takes
+   ~0.9 GB rather than ~2 GB; it is dropped once the history is built.
 """
 
 from __future__ import annotations
@@ -138,11 +139,16 @@ def case_5m() -> dict[str, Any]:
     started = time.perf_counter()
     history = History(composition, times=days_played, gamma=0.01)
     init = time.perf_counter() - started
+    init_mb = peak_mb()
+    # The history keeps flat arrays only: the input's ~1 GB of Python lists is the caller's,
+    # and a smooth need not hold it while it sweeps.
+    del composition, days_played, teams
     _, sweeps = history.convergence(EPSILON, CAP)
     took = time.perf_counter() - started
     return {
         "games": games,
         "init": init,
+        "init_mb": init_mb,
         "total": took,
         "sweeps": sweeps,
         "distance": history.distance,
@@ -199,11 +205,11 @@ def main() -> None:
     if not args.skip_5m:
         big = run("5m", args.datasets)
         print(f"\n## Synthetic {big['games']:,} games: a default smooth (1e-6, at most {CAP} sweeps)\n")
-        print("| init s | total s | sweeps | distance estimated | capped | peak MB (goal ≤ 4,096) |")
-        print("|---|---|---|---|---|---|")
+        print("| init s | total s | sweeps | distance bound | capped | peak MB at init | peak MB (≤ 4,096) |")
+        print("|---|---|---|---|---|---|---|")
         print(
             f"| {big['init']:.1f} | {big['total']:.1f} | {big['sweeps']} | {big['distance']:.1e} "
-            f"| {big['capped']} | {big['peak_mb']:.0f} |"
+            f"| {big['capped']} | {big['init_mb']:.0f} | {big['peak_mb']:.0f} |"
         )
 
 

@@ -11,17 +11,20 @@ least-squares sense, as the next iterate:
 
 with ΔF, ΔG the differences of successive residuals and outputs. The state is the means'
 part of the messages only (precision·mean of every game's message to a skill, and of every
-forward and backward message): precisions settle within a few sweeps, and leaving them to
-the sweeps keeps every posterior and every cavity proper whatever the extrapolation does.
+forward message): precisions settle within a few sweeps, and leaving them to the sweeps
+keeps every posterior and every cavity proper whatever the extrapolation does. Backward
+messages are not state: the backward pass sets each one from the next skill before any game
+reads it, so a sweep's output depends on the games' and forward messages only.
 
 Safeguard: when a residual grows to more than twice the last one, the memory is dropped
 and the plain sweep's output kept.
 
-Memory: the differences are kept in float32 (they shrink with the steps, so their rounding
-is relative to a step, not to a skill), the last residual and output in float64: 2m·4 + 16
-bytes per state element (m = 3: 40; a state element per game entry and two per skill).
-Histories whose state exceeds LARGE elements keep m = 1 (24 bytes an element), so that a
-5M-game history's accelerator stays within ~0.7 GB.
+Memory: the differences and the last residual are kept in float32 (they shrink with the
+steps, so their rounding is relative to a step, not to a skill), the last output in float64:
+2m·4 + 12 bytes per state element (m = 3: 36; a state element per game entry and one per
+skill), and a sweep's input, output and extrapolation (8 bytes each) while it is taken.
+Histories whose state exceeds LARGE elements keep m = 1 (20 + 24 bytes an element), so that
+a 5M-game history's accelerator stays within ~0.9 GB.
 """
 
 from __future__ import annotations
@@ -41,17 +44,20 @@ RIDGE = 1e-12
 GROWTH = 2.0
 
 
+def size(flat: Flat) -> int:
+    return len(flat.own_tau) + len(flat.fwd_tau)
+
+
 def read(flat: Flat) -> Array:
-    return np.concatenate((flat.own_tau, flat.fwd_tau, flat.bwd_tau))
+    return np.concatenate((flat.own_tau, flat.fwd_tau))
 
 
 def write(flat: Flat, x: Array) -> None:
-    entries, skills = len(flat.own_tau), len(flat.fwd_tau)
+    entries = len(flat.own_tau)
     flat.own_tau[:] = x[:entries]
-    flat.fwd_tau[:] = x[entries : entries + skills]
-    flat.bwd_tau[:] = x[entries + skills :]
+    flat.fwd_tau[:] = x[entries:]
     # A skill's games' message is the sum of its entries' (messages.py).
-    flat.lik_tau[:] = np.bincount(flat.entry_skill, flat.own_tau, skills)
+    flat.lik_tau[:] = np.bincount(flat.entry_skill, flat.own_tau, flat.skills)
 
 
 class Anderson:
@@ -62,7 +68,7 @@ class Anderson:
         self.memory = memory if size <= LARGE else 1
         self.d_f: list[Single] = []
         self.d_g: list[Single] = []
-        self.last_f: Array | None = None
+        self.last_f: Single | None = None
         self.last_g: Array | None = None
         self.last_norm = np.inf
         self.engaged = False  # set by the caller once the sweeps contract linearly
@@ -76,12 +82,12 @@ class Anderson:
             self.d_f.clear()
             self.d_g.clear()
         else:
-            self.d_f.append((f - self.last_f).astype(np.float32))
+            self.d_f.append(np.subtract(f, self.last_f, dtype=np.float32))
             self.d_g.append((g - self.last_g).astype(np.float32))
             if len(self.d_f) > self.memory:
                 self.d_f.pop(0)
                 self.d_g.pop(0)
-        self.last_f, self.last_g, self.last_norm = f, g, norm
+        self.last_f, self.last_g, self.last_norm = f.astype(np.float32), g, norm
         if not self.d_f:
             return g
         # np.dot, not @: on 1-D arrays matmul is hundreds of times slower here (threads).

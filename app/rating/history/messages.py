@@ -128,10 +128,11 @@ def _two_teams(flat: Flat, group: Group) -> list[int]:
     if proper.all():
         bad: list[int] = []
     else:
+        slots = np.arange(len(entries), dtype=np.int64) if group.duels else group.slots
         bad_games = np.zeros(len(games), dtype=bool)
-        bad_games[group.slots[~proper] // 2] = True
+        bad_games[slots[~proper] // 2] = True
         bad = games[bad_games].tolist()
-        keep = ~bad_games[group.slots // 2]
+        keep = ~bad_games[slots // 2]
         entries, s = entries[keep], s[keep]
         own_pi, own_tau, new_pi, new_tau = own_pi[keep], own_tau[keep], new_pi[keep], new_tau[keep]
     _swap(flat, entries, s, (own_pi, own_tau), (new_pi, new_tau))

@@ -38,7 +38,7 @@ class Group:
 
     games: Index  # two-team games, updated by array arithmetic
     entries: Index  # their entries, game by game, team by team
-    slots: Index  # each entry's team: 2·(its game's position in `games`) + team
+    slots: Index  # each entry's team: 2·(its game's position in `games`) + team; empty for duels
     beta2: Array  # each entry's beta²
     duels: bool  # every two-team game is one player against one, unweighted
     general: list[int]  # games of three or more teams, one by one
@@ -170,8 +170,9 @@ def groups(
             g_lo, g_hi = int(two_before[chunk_lo]), int(two_before[chunk_hi])
             e_lo, e_hi = int(entry_of[g_lo]), int(entry_of[g_hi])
             entries = entries_all[e_lo:e_hi]
-            slots = slots_all[e_lo:e_hi] - 2 * g_lo
             duels = e_hi - e_lo == 2 * (g_hi - g_lo) and bool(unit_all[e_lo:e_hi].all())
+            # A duel's entry i is team slot i: not stored (a 5M-game history saves 160 MB).
+            slots = empty if duels else slots_all[e_lo:e_hi] - 2 * g_lo
             chunk = games[chunk_lo:chunk_hi]
             one_by_one = chunk[general[chunk_lo:chunk_hi]].tolist()
             refresh = refresh_of.get(key, empty) if chunk_lo == lo else empty

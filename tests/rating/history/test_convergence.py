@@ -116,3 +116,38 @@ def test_the_package_return_shape() -> None:
     )
     (mu_step, sigma_step), done = history.convergence()
     assert done >= 1 and 0.0 <= mu_step <= 1e-6 and 0.0 <= sigma_step <= 1e-6
+
+
+def long_history(seed: int) -> dict[str, Any]:
+    """1v1 games over many batches: a slow global mode, the case a step test misjudges."""
+    rng = random.Random(seed)
+    names = [f"p{i}" for i in range(rng.randint(20, 80))]
+    composition, results, times = [], [], []
+    for batch in range(rng.randint(30, 120)):
+        for _ in range(rng.randint(1, 8)):
+            composition.append([[name] for name in rng.sample(names, 2)])
+            results.append([1.0, 0.0])
+            times.append(float(batch))
+    return {
+        "composition": composition,
+        "results": results,
+        "times": times,
+        "p_draw": 0.0,
+        "gamma": rng.uniform(0.0, 0.1),
+        "sigma": rng.uniform(1.0, 6.0),
+    }
+
+
+@pytest.mark.parametrize("seed", [1, 3, 12, 16, 31])
+def test_the_reported_distance_bounds_the_true_one(seed: int) -> None:
+    """`distance` is at least the true distance to the fixed point wherever the call stops."""
+    for spec in (long_history(seed), random_history(seed)):
+        reference = build(spec, History)
+        reference.convergence(epsilon=1e-12, iterations=20_000)
+        assert not reference.capped
+        fixed = reference.learning_curves()
+        for epsilon in (1e-3, 1e-6, 1e-9):
+            ours = build(spec, History)
+            ours.convergence(epsilon, 1_000)
+            assert not ours.capped and ours.distance <= epsilon
+            assert distance(ours.learning_curves(), fixed) <= ours.distance, (seed, epsilon)
