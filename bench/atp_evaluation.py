@@ -16,6 +16,7 @@ each row changing one thing against row A, which is `evaluate-history --source a
   its online evidence (TTT keeps the paper's values, which the evidence fit of `fit-history`
   confirms on this extract).
 - G: B and F together.
+- H: only matches between players who each play at least 20 matches of the extract.
 
 Each row also splits the predicted games by the players' experience: games where both had
 played at least --min-games games before (regulars) and the rest (a newcomer in the match).
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -48,6 +50,7 @@ EXTRACTS = {
     "E": histories.AtpExtract(davis_cup=False),
     "F": histories.AtpExtract(),
     "G": histories.AtpExtract(rounds=True),
+    "H": histories.AtpExtract(regulars=20),
 }
 FITTED = {"F", "G"}
 
@@ -65,7 +68,25 @@ def progress(label: str, started: float) -> Callable[[int, int], None]:
     return report
 
 
-def row(label: str, datasets: Path, ttt: bool, min_games: int) -> list[str]:
+def newcomers_against_regulars(
+    scores: list[predictive.Score], played: list[tuple[int, int]], min_games: int
+) -> str:
+    """Over the games of one newcomer against one regular: how often the newcomer won, and the
+    mean probability each model gave it (the winner is listed first, so a game's predicted
+    probability is the winner's)."""
+    # The newcomer's side of each such game: 0 if it is the winner.
+    side = [(0 if a < min_games else 1) if (a < min_games) != (b < min_games) else -1 for a, b in played]
+    chosen = [g for g, s in enumerate(side) if s >= 0]
+    won = sum(1 for g in chosen if side[g] == 0) / len(chosen)
+    cells = [f"{len(chosen):,}", f"{won:.3f}"]
+    for score in scores:
+        winner = [math.exp(score.log_probabilities[g]) for g in chosen]
+        newcomer = [q if side[g] == 0 else 1.0 - q for q, g in zip(winner, chosen, strict=True)]
+        cells.append(f"{sum(newcomer) / len(chosen):.3f}")
+    return " | ".join(cells)
+
+
+def row(label: str, datasets: Path, ttt: bool, min_games: int, calibration: list[str]) -> list[str]:
     started = time.perf_counter()
     extract = EXTRACTS[label]
     data = histories.atp(datasets, extract)
@@ -89,8 +110,10 @@ def row(label: str, datasets: Path, ttt: bool, min_games: int) -> list[str]:
         report = progress(label, started)
         scores.append(predictive.bayesian(data, settings, test_from, schedule, True, report))
     first = len(data.times) - elo.games
-    regular = [e >= min_games for e in predictive.experience(data, schedule)[first:]]
+    played = predictive.experience(data, schedule)[first:]
+    regular = [min(e) >= min_games for e in played]
     newcomer = [not r for r in regular]
+    calibration.append(f"| {label} | " + newcomers_against_regulars(scores, played, min_games) + " |")
     cells = [label, note, f"{len(schedule):,}", f"{elo.games:,}"]
     for keep in (None, regular, newcomer):
         part = scores if keep is None else [s.where(keep) for s in scores]
@@ -107,7 +130,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--datasets", type=Path, default=None, metavar="DIR")
-    parser.add_argument("--rows", default="A,B,C,D,E,F,G")
+    parser.add_argument("--rows", default="A,B,C,D,E,F,G,H")
     parser.add_argument("--ttt", default="", help="rows that also run TTT (slow), e.g. A,B")
     parser.add_argument("--min-games", type=int, default=20)
     args = parser.parse_args()
@@ -120,8 +143,16 @@ def main() -> None:
         "| with a newcomer: GM (games) | vs Elo |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
+    calibration: list[str] = []
     for label in args.rows.split(","):
-        print("| " + " | ".join(row(label, datasets, label in with_ttt, args.min_games)) + " |", flush=True)
+        cells = row(label, datasets, label in with_ttt, args.min_games, calibration)
+        print("| " + " | ".join(cells) + " |", flush=True)
+    print(
+        f"\n| row | games of a newcomer (< {args.min_games} games before) against a regular "
+        "| newcomer won | mean P(newcomer wins): Elo | TrueSkill[ | TTT] |"
+    )
+    print("|---|---|---|---|---|---|")
+    print("\n".join(calibration))
 
 
 if __name__ == "__main__":

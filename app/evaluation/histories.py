@@ -78,6 +78,10 @@ class AtpExtract:
     walkovers: bool = False  # keep matches never played (W/O)
     retirements: bool = True  # keep matches ended by a retirement, default or abandonment
     davis_cup: bool = True  # keep Davis Cup rubbers (tourney_level D)
+    # Keep only matches between players who each play at least this many matches of the
+    # extract (a population without occasional players; it reads the future, so it is a
+    # control, not a way to predict).
+    regulars: int = 0
 
     @property
     def label(self) -> str:
@@ -85,6 +89,7 @@ class AtpExtract:
         parts += ["with walkovers"] if self.walkovers else []
         parts += [] if self.retirements else ["no retirements"]
         parts += [] if self.davis_cup else ["no Davis Cup"]
+        parts += [f"players with ≥ {self.regulars} matches only"] if self.regulars else []
         return ", ".join(parts)
 
 
@@ -109,6 +114,12 @@ def atp(datasets: Path, extract: AtpExtract = AtpExtract()) -> MatchHistory:
             if extract.rounds:
                 time += ROUND_STEP * ROUNDS.get(row.get("round", ""), 0)
             rows.append((time, row["winner_id"], row["loser_id"]))
+    if extract.regulars:
+        matches: dict[str, int] = {}
+        for _, winner, loser in rows:
+            matches[winner] = matches.get(winner, 0) + 1
+            matches[loser] = matches.get(loser, 0) + 1
+        rows = [r for r in rows if min(matches[r[1]], matches[r[2]]) >= extract.regulars]
     rows.sort(key=lambda r: r[0])  # stable: the file's order within a time
     out = MatchHistory("atp", [], [], [])
     for time, winner, loser in rows:

@@ -255,14 +255,14 @@ def _named(progress: Callable[[str, int, int], None], model: str) -> Callable[[i
     return lambda done, total: progress(model, done, total)
 
 
-def experience(data: MatchHistory, schedule: Sequence[range]) -> list[int]:
-    """For every game, the fewer games its two players had played on the days before it."""
+def experience(data: MatchHistory, schedule: Sequence[range]) -> list[tuple[int, int]]:
+    """For every game, how many games each of its two players had played on the days before."""
     played: dict[str, int] = {}
-    out: list[int] = []
+    out: list[tuple[int, int]] = []
     for day in schedule:
         for g in day:
             a, b = _two_players(data.composition[g])
-            out.append(min(played.get(a, 0), played.get(b, 0)))
+            out.append((played.get(a, 0), played.get(b, 0)))
         for g in day:
             for name in _two_players(data.composition[g]):
                 played[name] = played.get(name, 0) + 1

@@ -160,6 +160,8 @@ def test_the_atp_extracts(tmp_path: Path) -> None:
     assert ("1", "4") not in [g[1:] for g in games(histories.AtpExtract(retirements=False))]
     assert ("6", "7") not in [g[1:] for g in games(histories.AtpExtract(davis_cup=False))]
     assert histories.AtpExtract(rounds=True, davis_cup=False).label == "rounds, no Davis Cup"
+    # Player 1 plays three matches, 2 two (the walkover is dropped first), the others one.
+    assert [g[1:] for g in games(histories.AtpExtract(regulars=2))] == [("1", "2")]
 
 
 def test_experience_counts_games_of_earlier_days_only() -> None:
@@ -170,7 +172,7 @@ def test_experience_counts_games_of_earlier_days_only() -> None:
         [0.0, 0.0, 1.0, 1.0],
     )
     # Day 0: nobody has played; day 1: a 2, b 1, c 1, d 0.
-    assert predictive.experience(data, predictive.days(data)) == [0, 0, 1, 0]
+    assert predictive.experience(data, predictive.days(data)) == [(0, 0), (0, 0), (2, 1), (1, 0)]
 
 
 def test_a_score_restricted_to_some_games() -> None:
