@@ -17,6 +17,10 @@ each row changing one thing against row A, which is `evaluate-history --source a
   confirms on this extract).
 - G: B and F together.
 - H: only matches between players who each play at least 20 matches of the extract.
+- I: F, with TTT given TrueSkill's fitted sigma and gamma as well.
+
+TTT sweeps once per predicted calendar day (the paper's procedure), or once per
+--sweep-every days (the days between get only the online update: a cheaper, weaker TTT).
 
 Each row also splits the predicted games by the players' experience: games where both had
 played at least --min-games games before (regulars) and the rest (a newcomer in the match).
@@ -51,8 +55,10 @@ EXTRACTS = {
     "F": histories.AtpExtract(),
     "G": histories.AtpExtract(rounds=True),
     "H": histories.AtpExtract(regulars=20),
+    "I": histories.AtpExtract(),
 }
-FITTED = {"F", "G"}
+FITTED = {"F", "G", "I"}
+TTT_AS_TRUESKILL = {"I"}  # TTT with the hyperparameters fitted for TrueSkill
 
 
 def bits(better: predictive.Score, worse: predictive.Score) -> str:
@@ -86,7 +92,9 @@ def newcomers_against_regulars(
     return " | ".join(cells)
 
 
-def row(label: str, datasets: Path, ttt: bool, min_games: int, calibration: list[str]) -> list[str]:
+def row(
+    label: str, datasets: Path, ttt: bool, min_games: int, calibration: list[str], sweep_every: int
+) -> list[str]:
     started = time.perf_counter()
     extract = EXTRACTS[label]
     data = histories.atp(datasets, extract)
@@ -99,6 +107,8 @@ def row(label: str, datasets: Path, ttt: bool, min_games: int, calibration: list
         trial = predictive.fit_trueskill(data, PAPER)
         settings = dataclasses.replace(PAPER, elo_alpha=alpha)
         trueskill_settings = dataclasses.replace(PAPER, sigma=trial.sigma, gamma=trial.gamma)
+        if label in TTT_AS_TRUESKILL:
+            settings = dataclasses.replace(trueskill_settings, elo_alpha=alpha)
         note = (
             f"{extract.label}; fitted: Elo α {alpha:.3g}, TrueSkill sigma {trial.sigma:.3g} "
             f"gamma {trial.gamma:.3g}"
@@ -108,7 +118,8 @@ def row(label: str, datasets: Path, ttt: bool, min_games: int, calibration: list
     scores = [elo, trueskill]
     if ttt:
         report = progress(label, started)
-        scores.append(predictive.bayesian(data, settings, test_from, schedule, True, report))
+        ttt_score = predictive.bayesian(data, settings, test_from, schedule, True, report, sweep_every)
+        scores.append(ttt_score)
     first = len(data.times) - elo.games
     played = predictive.experience(data, schedule)[first:]
     regular = [min(e) >= min_games for e in played]
@@ -130,9 +141,10 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--datasets", type=Path, default=None, metavar="DIR")
-    parser.add_argument("--rows", default="A,B,C,D,E,F,G,H")
+    parser.add_argument("--rows", default="A,B,C,D,E,F,G,H,I")
     parser.add_argument("--ttt", default="", help="rows that also run TTT (slow), e.g. A,B")
     parser.add_argument("--min-games", type=int, default=20)
+    parser.add_argument("--sweep-every", type=int, default=1, help="TTT: calendar days between sweeps")
     args = parser.parse_args()
     datasets = root("atp", args.datasets)
     with_ttt = {r for r in args.ttt.split(",") if r}
@@ -145,7 +157,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     calibration: list[str] = []
     for label in args.rows.split(","):
-        cells = row(label, datasets, label in with_ttt, args.min_games, calibration)
+        cells = row(label, datasets, label in with_ttt, args.min_games, calibration, args.sweep_every)
         print("| " + " | ".join(cells) + " |", flush=True)
     print(
         f"\n| row | games of a newcomer (< {args.min_games} games before) against a regular "

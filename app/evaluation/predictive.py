@@ -186,8 +186,11 @@ def bayesian(
     schedule: Sequence[range],
     smooth: bool,
     progress: Callable[[int, int], None] = lambda done, total: None,
+    sweep_every: int = 1,
 ) -> Score:
-    """TrueSkill (smooth=False: the online pass only) or TTT (one sweep per added day)."""
+    """TrueSkill (smooth=False: the online pass only) or TTT (one sweep per added calendar
+    day, or per `sweep_every` of them: a cheaper TTT, whose days between sweeps get only the
+    online update; the paper's procedure is 1)."""
     first = schedule[test_from].start if test_from < len(schedule) else len(data.times)
 
     def games(lo: int, hi: int) -> tuple[list[list[list[str]]], list[list[float]], list[float]]:
@@ -210,6 +213,7 @@ def bayesian(
             history.convergence(epsilon=0.0, iterations=TRAIN_SWEEPS)
     predicted: list[float] = []
     test_days = schedule[test_from:]
+    calendar_days = 0
     for number, day in enumerate(test_days):
         predicted.extend(_predict_day(history, data, day, settings))
         if history is None:
@@ -217,8 +221,10 @@ def bayesian(
         else:
             history.add_events(*games(day.start, day.stop))
         following = test_days[number + 1] if number + 1 < len(test_days) else None
-        if smooth and (following is None or _calendar_day(data, following) != _calendar_day(data, day)):
-            history.iteration()
+        if following is None or _calendar_day(data, following) != _calendar_day(data, day):
+            calendar_days += 1
+            if smooth and (following is None or calendar_days % sweep_every == 0):
+                history.iteration()
         progress(number + 1, len(test_days))
     return Score("TTT" if smooth else "TrueSkill", tuple(predicted))
 
