@@ -241,6 +241,7 @@ def evaluate(
     settings: Settings,
     progress: Callable[[str, int, int], None] = lambda *_: None,
     models: Sequence[str] = MODELS,
+    sweep_every: int = 1,
 ) -> list[Score]:
     """Elo, TrueSkill and TTT (or those of `models`) on the last 30% of `data` (one against
     one games)."""
@@ -251,7 +252,9 @@ def evaluate(
         if model == "Elo":
             out.append(elo(data, settings, test_from, schedule))
         elif model in ("TrueSkill", "TTT"):
-            out.append(bayesian(data, settings, test_from, schedule, model == "TTT", _named(progress, model)))
+            smooth = model == "TTT"
+            report = _named(progress, model)
+            out.append(bayesian(data, settings, test_from, schedule, smooth, report, sweep_every))
         else:
             raise ValueError(f"unknown model {model!r}: one of {', '.join(MODELS)}")
     return out
@@ -326,9 +329,11 @@ def fit_trueskill(data: MatchHistory, settings: Settings) -> Trial:
 
 
 def table(scores: Sequence[Score]) -> str:
-    reference = next(s for s in scores if s.model == "TTT")
+    """Each model's geometric mean and log2 Bayes factor against TTT (or, without TTT, the
+    last model listed)."""
+    reference = next((s for s in scores if s.model == "TTT"), scores[-1])
     lines = [
-        "| model | games predicted | geometric mean | log2 Bayes factor (TTT vs model) |",
+        f"| model | games predicted | geometric mean | log2 Bayes factor ({reference.model} vs model) |",
         "|---|---|---|---|",
     ]
     for score in scores:
