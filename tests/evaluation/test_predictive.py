@@ -202,3 +202,27 @@ def test_elo_and_trueskill_fits_read_the_training_days_only() -> None:
     )
     assert predictive.fit_elo(flipped, SETTINGS, steps=8) == (alpha, best)
     assert predictive.fit_trueskill(flipped, SETTINGS) == predictive.fit_trueskill(data, SETTINGS)
+
+
+def test_the_command_runs_the_models_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    """`evaluate-history --model`: without TTT the Bayes factors are against the last model."""
+    from app.cli import main
+
+    code = main(["evaluate-history", "--source", "chess", "--model", "Elo", "--model", "TrueSkill"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "(TrueSkill vs model)" in out and "| Elo | " in out and "| TTT |" not in out
+
+
+def test_a_ttt_that_sweeps_less_often_predicts_differently() -> None:
+    """sweep_every=1 is the paper's procedure; a TTT that never sweeps during the test part
+    starts from the same smoothed training history, so it predicts the first test day alike
+    and later days otherwise."""
+    data = synthetic(days=80)
+    schedule = predictive.days(data)
+    test_from = predictive.first_test_day(schedule, len(data.times))
+    every = predictive.bayesian(data, SETTINGS, test_from, schedule, True)
+    never = predictive.bayesian(data, SETTINGS, test_from, schedule, True, sweep_every=10**6)
+    first_day = len(schedule[test_from])
+    assert every.log_probabilities[:first_day] == never.log_probabilities[:first_day]
+    assert every.log_probabilities[first_day:] != never.log_probabilities[first_day:]
