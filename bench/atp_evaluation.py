@@ -17,7 +17,7 @@ each row changing one thing against row A, which is `evaluate-history --source a
   confirms on this extract).
 - G: B and F together.
 - H: only matches between players who each play at least 20 matches of the extract.
-- I: F, with TTT given TrueSkill's fitted sigma and gamma as well.
+- I: F, with TTT given TrueSkill's fitted sigma and gamma as well.  J: the same for G.
 
 TTT sweeps once per predicted calendar day (the paper's procedure), or once per
 --sweep-every days (the days between get only the online update: a cheaper, weaker TTT).
@@ -56,9 +56,10 @@ EXTRACTS = {
     "G": histories.AtpExtract(rounds=True),
     "H": histories.AtpExtract(regulars=20),
     "I": histories.AtpExtract(),
+    "J": histories.AtpExtract(rounds=True),
 }
-FITTED = {"F", "G", "I"}
-TTT_AS_TRUESKILL = {"I"}  # TTT with the hyperparameters fitted for TrueSkill
+FITTED = {"F", "G", "I", "J"}
+TTT_AS_TRUESKILL = {"I", "J"}  # TTT with the hyperparameters fitted for TrueSkill
 
 
 def bits(better: predictive.Score, worse: predictive.Score) -> str:
@@ -141,7 +142,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--datasets", type=Path, default=None, metavar="DIR")
-    parser.add_argument("--rows", default="A,B,C,D,E,F,G,H,I")
+    parser.add_argument("--rows", default="A,B,C,D,E,F,G,H,I,J")
     parser.add_argument("--ttt", default="", help="rows that also run TTT (slow), e.g. A,B")
     parser.add_argument("--min-games", type=int, default=20)
     parser.add_argument("--sweep-every", type=int, default=1, help="TTT: calendar days between sweeps")
