@@ -19,7 +19,10 @@ router = APIRouter(tags=["modes"])
     operation_id="start_season",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=JobAccepted,
-    responses={202: {"headers": LOCATION}},
+    responses={
+        202: {"headers": LOCATION},
+        409: {"description": "The mode has (or is starting) a season of that name"},
+    },
 )
 async def start_season(
     mode: Identifier, body: SeasonIn, request: Request, response: Response, session: SessionDep, _: AdminKey

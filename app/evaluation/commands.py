@@ -154,6 +154,20 @@ def add_predictive_parser(commands: argparse._SubParsersAction) -> None:  # type
     parser.add_argument("--gamma", type=float, help="skill drift per day (default: per dataset)")
     parser.add_argument("--p-draw", type=float, help="draw probability (default: per dataset)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N games (0: all)")
+    parser.add_argument(
+        "--model",
+        choices=predictive.MODELS,
+        action="append",
+        help="default: all three (TTT, one sweep of the whole history per predicted day, is the slow one)",
+    )
+    parser.add_argument(
+        "--sweep-every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="TTT sweeps once per N predicted days (default 1, the paper's procedure; the days "
+        "between get only the online update)",
+    )
 
 
 def run_predictive(args: argparse.Namespace) -> None:
@@ -181,5 +195,8 @@ def run_predictive(args: argparse.Namespace) -> None:
             f"p_draw={settings.p_draw:g} beta={settings.beta:g}",
             flush=True,
         )
-        print(predictive.table(predictive.evaluate(data, settings)))
+        models = args.model or predictive.MODELS
+        print(
+            predictive.table(predictive.evaluate(data, settings, models=models, sweep_every=args.sweep_every))
+        )
         print(f"({time.perf_counter() - started:.0f} s)\n", flush=True)

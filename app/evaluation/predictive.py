@@ -16,11 +16,19 @@ beforehand. A model's geometric mean is exp(mean log probability) over the predi
 - **TrueSkill**: the online pass of TrueSkill Through Time (each skill the filtered posterior,
   drifting by gamma² per day), i.e. TrueSkill with time-based dynamics.
 - **TTT**: the first 70% smoothed (10 sweeps), then one day at a time: predict the day, add
-  it with `add_events`, one sweep, as the paper did.
+  it with `add_events`, one sweep, as the paper did. When times fall within a day (ATP
+  rounds), every time is predicted from the times before it, and the sweep comes once a
+  calendar day, after its last time (the times between get the online update of `add_events`).
+
+Every model predicts the same games from the same information (the times before), and its
+hyperparameters can be chosen on the first 70% alone by its own prior predictions there:
+Elo's α by its predictions of the training days (`fit_elo`), TrueSkill's sigma and gamma by
+its online evidence (`fit_trueskill`), TTT's by its smoothed evidence (`fit-history`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -30,6 +38,7 @@ from app.evaluation.histories import MatchHistory
 from app.rating import normal
 from app.rating.history import Gaussian, History
 from app.rating.history.game import draw_margin
+from app.rating.history.tuning import Trial, fit_hyperparameters
 
 ELO_ALPHA = 0.07
 TRAIN_SHARE = 0.7
@@ -43,17 +52,32 @@ class Parameters:
     p_draw: float
     beta: float = 1.0
     mu: float = 0.0
+    elo_alpha: float = ELO_ALPHA
 
 
 @dataclass(frozen=True, slots=True)
 class Score:
     model: str
-    games: int
-    log_probability: float  # Σ ln P(observed result) over the predicted games
+    # ln P(observed result) of each predicted game, in the data's order (the predicted games
+    # are the last ones, from index len(data) − len(log_probabilities)).
+    log_probabilities: tuple[float, ...]
+
+    @property
+    def games(self) -> int:
+        return len(self.log_probabilities)
+
+    @property
+    def log_probability(self) -> float:
+        return math.fsum(self.log_probabilities)
 
     @property
     def geometric_mean(self) -> float:
         return math.exp(self.log_probability / self.games)
+
+    def where(self, keep: Sequence[bool]) -> Score:
+        """The score over the predicted games `keep` marks (one flag per predicted game)."""
+        kept = tuple(p for p, k in zip(self.log_probabilities, keep, strict=True) if k)
+        return Score(self.model, kept)
 
     def log2_bayes_factor(self, reference: Score) -> float:
         """log2 of P(data | reference) / P(data | this model)."""
@@ -99,20 +123,19 @@ def _two_players(game: Sequence[Sequence[str]]) -> tuple[str, str]:
 def elo(data: MatchHistory, settings: Parameters, test_from: int, schedule: Sequence[range]) -> Score:
     ratings: dict[str, float] = {}
     beta = settings.beta
-    k = ELO_ALPHA * beta * math.sqrt(math.pi)
+    k = settings.elo_alpha * beta * math.sqrt(math.pi)
     scale = math.sqrt(2.0) * beta
     margin = draw_margin(settings.p_draw, scale)
-    total, count = 0.0, 0
+    predicted: list[float] = []
     for number, day in enumerate(schedule):
         if number >= test_from:
             for g in day:
                 a, b = _two_players(data.composition[g])
                 d = ratings.get(a, settings.mu) - ratings.get(b, settings.mu)
-                total += outcome_probability(d, scale, margin, data.results[g])
-                count += 1
+                predicted.append(outcome_probability(d, scale, margin, data.results[g]))
         for g in day:
             _elo_update(ratings, data.composition[g], data.results[g], k, scale, settings.mu)
-    return Score("Elo", count, total)
+    return Score("Elo", tuple(predicted))
 
 
 def _elo_update(
@@ -141,9 +164,11 @@ def _elo_update(
         ratings[name] = ratings.get(name, mu) + move
 
 
-def _predict_day(history: History | None, data: MatchHistory, day: range, settings: Parameters) -> float:
-    """Σ ln P over the day's games, each player's skill as `history` knew it the day before."""
-    total = 0.0
+def _predict_day(
+    history: History | None, data: MatchHistory, day: range, settings: Parameters
+) -> list[float]:
+    """ln P of each of the day's games, each player's skill as `history` knew it the day before."""
+    out: list[float] = []
     now = data.times[day.start]
     beta2 = 2.0 * settings.beta * settings.beta
     margin = draw_margin(settings.p_draw, math.sqrt(beta2))
@@ -152,8 +177,8 @@ def _predict_day(history: History | None, data: MatchHistory, day: range, settin
         sa = history.prior(a, now) if history is not None else Gaussian(settings.mu, settings.sigma)
         sb = history.prior(b, now) if history is not None else Gaussian(settings.mu, settings.sigma)
         sd = math.sqrt(sa.sigma**2 + sb.sigma**2 + beta2)
-        total += outcome_probability(sa.mu - sb.mu, sd, margin, data.results[g])
-    return total
+        out.append(outcome_probability(sa.mu - sb.mu, sd, margin, data.results[g]))
+    return out
 
 
 def bayesian(
@@ -163,8 +188,11 @@ def bayesian(
     schedule: Sequence[range],
     smooth: bool,
     progress: Callable[[int, int], None] = lambda done, total: None,
+    sweep_every: int = 1,
 ) -> Score:
-    """TrueSkill (smooth=False: the online pass only) or TTT (one sweep per added day)."""
+    """TrueSkill (smooth=False: the online pass only) or TTT (one sweep per added calendar
+    day, or per `sweep_every` of them: a cheaper TTT, whose days between sweeps get only the
+    online update; the paper's procedure is 1)."""
     first = schedule[test_from].start if test_from < len(schedule) else len(data.times)
 
     def games(lo: int, hi: int) -> tuple[list[list[list[str]]], list[list[float]], list[float]]:
@@ -185,38 +213,129 @@ def bayesian(
         history = start(0, first)
         if smooth:
             history.convergence(epsilon=0.0, iterations=TRAIN_SWEEPS)
-    total, count = 0.0, 0
+    predicted: list[float] = []
     test_days = schedule[test_from:]
+    calendar_days = 0
     for number, day in enumerate(test_days):
-        total += _predict_day(history, data, day, settings)
-        count += len(day)
+        predicted.extend(_predict_day(history, data, day, settings))
         if history is None:
             history = start(day.start, day.stop)
         else:
             history.add_events(*games(day.start, day.stop))
-        if smooth:
-            history.iteration()
+        following = test_days[number + 1] if number + 1 < len(test_days) else None
+        if following is None or _calendar_day(data, following) != _calendar_day(data, day):
+            calendar_days += 1
+            if smooth and (following is None or calendar_days % sweep_every == 0):
+                history.iteration()
         progress(number + 1, len(test_days))
-    return Score("TTT" if smooth else "TrueSkill", count, total)
+    return Score("TTT" if smooth else "TrueSkill", tuple(predicted))
+
+
+def _calendar_day(data: MatchHistory, day: range) -> int:
+    return math.floor(data.times[day.start])
+
+
+MODELS = ("Elo", "TrueSkill", "TTT")
 
 
 def evaluate(
-    data: MatchHistory, settings: Parameters, progress: Callable[[str, int, int], None] = lambda *_: None
+    data: MatchHistory,
+    settings: Parameters,
+    progress: Callable[[str, int, int], None] = lambda *_: None,
+    models: Sequence[str] = MODELS,
+    sweep_every: int = 1,
 ) -> list[Score]:
-    """Elo, TrueSkill and TTT on the last 30% of `data` (one against one games)."""
+    """Elo, TrueSkill and TTT (or those of `models`) on the last 30% of `data` (one against
+    one games)."""
     schedule = days(data)
     test_from = first_test_day(schedule, len(data.times))
-    return [
-        elo(data, settings, test_from, schedule),
-        bayesian(data, settings, test_from, schedule, False, lambda d, t: progress("TrueSkill", d, t)),
-        bayesian(data, settings, test_from, schedule, True, lambda d, t: progress("TTT", d, t)),
-    ]
+    out: list[Score] = []
+    for model in models:
+        if model == "Elo":
+            out.append(elo(data, settings, test_from, schedule))
+        elif model in ("TrueSkill", "TTT"):
+            smooth = model == "TTT"
+            report = _named(progress, model)
+            out.append(bayesian(data, settings, test_from, schedule, smooth, report, sweep_every))
+        else:
+            raise ValueError(f"unknown model {model!r}: one of {', '.join(MODELS)}")
+    return out
+
+
+def _named(progress: Callable[[str, int, int], None], model: str) -> Callable[[int, int], None]:
+    return lambda done, total: progress(model, done, total)
+
+
+def experience(data: MatchHistory, schedule: Sequence[range]) -> list[tuple[int, int]]:
+    """For every game, how many games each of its two players had played on the days before."""
+    played: dict[str, int] = {}
+    out: list[tuple[int, int]] = []
+    for day in schedule:
+        for g in day:
+            a, b = _two_players(data.composition[g])
+            out.append((played.get(a, 0), played.get(b, 0)))
+        for g in day:
+            for name in _two_players(data.composition[g]):
+                played[name] = played.get(name, 0) + 1
+    return out
+
+
+def fit_elo(
+    data: MatchHistory, settings: Parameters, steps: int = 14, bounds: tuple[float, float] = (1e-3, 1.0)
+) -> tuple[float, float]:
+    """Elo's α (and its Σ ln P) that best predicts the first 70%, day by day from the start:
+    golden-section search on log α. Only training days are read."""
+    schedule = days(data)
+    test_from = first_test_day(schedule, len(data.times))
+    training = schedule[:test_from]
+    cache: dict[float, float] = {}
+
+    def loss(log_alpha: float) -> float:
+        if log_alpha not in cache:
+            trial = dataclasses.replace(settings, elo_alpha=math.exp(log_alpha))
+            cache[log_alpha] = elo(data, trial, 0, training).log_probability
+        return cache[log_alpha]
+
+    golden = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = math.log(bounds[0]), math.log(bounds[1])
+    c, d = b - golden * (b - a), a + golden * (b - a)
+    for _ in range(steps):
+        if loss(c) >= loss(d):
+            b, d = d, c
+            c = b - golden * (b - a)
+        else:
+            a, c = c, d
+            d = a + golden * (b - a)
+    best = max(cache, key=lambda x: cache[x])
+    return math.exp(best), cache[best]
+
+
+def fit_trueskill(data: MatchHistory, settings: Parameters) -> Trial:
+    """TrueSkill's sigma and gamma by its online evidence on the first 70% (the prior
+    prediction of every training game given the ones before it): `fit_hyperparameters`
+    with no sweeps, so the evidence is the filter's."""
+    schedule = days(data)
+    first = schedule[first_test_day(schedule, len(data.times))].start
+    best, _ = fit_hyperparameters(
+        data.composition[:first],
+        data.results[:first],
+        data.times[:first],
+        sigma=settings.sigma,
+        gamma=settings.gamma,
+        p_draw=settings.p_draw,
+        mu=settings.mu,
+        beta=settings.beta,
+        iterations=0,
+    )
+    return best
 
 
 def table(scores: Sequence[Score]) -> str:
-    reference = next(s for s in scores if s.model == "TTT")
+    """Each model's geometric mean and log2 Bayes factor against TTT (or, without TTT, the
+    last model listed)."""
+    reference = next((s for s in scores if s.model == "TTT"), scores[-1])
     lines = [
-        "| model | games predicted | geometric mean | log2 Bayes factor (TTT vs model) |",
+        f"| model | games predicted | geometric mean | log2 Bayes factor ({reference.model} vs model) |",
         "|---|---|---|---|",
     ]
     for score in scores:

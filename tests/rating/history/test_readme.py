@@ -79,3 +79,43 @@ def test_the_skill_evolution_example() -> None:
     mine.convergence()
     theirs.convergence(verbose=False)
     curves_close(mine, theirs)
+
+
+def test_the_game_example_prints_the_readmes_numbers() -> None:
+    """The README prints the two-team game's evidence (0.5) and the first player's posterior,
+    Gaussian(mu=2.361, sigma=5.516), to three decimals."""
+    a1, a2, a3, a4 = (ours.Player() for _ in range(4))
+    game = ours.Game([[a1, a2], [a3, a4]])
+    assert round(game.evidence, 3) == 0.5
+    posterior = game.posteriors()[0][0]
+    assert (round(posterior.mu, 3), round(posterior.sigma, 3)) == (2.361, 5.516)
+    product = game.likelihoods[0][0] * a1.prior
+    assert close(product, posterior)
+
+
+def test_the_plotting_example() -> None:
+    """The README's "solve your own example": untimed games among five agents, chosen at
+    random (the README seeds nothing; seed 0 here), gamma 0.03, sigma 1, `convergence()`.
+    The README plays 1,000 games; 200 here, as the package needs hundreds of its iterations
+    to settle this history (243 to a 1e-6 step at 1,000 games), which at 1,000 games take
+    minutes.
+    The README draws pairs with `random.choices(agents, k=2)`, which pits an agent against
+    itself one game in five; the package takes such a game (it narrows the agent's sigma on no
+    information) and ours refuses it with a ValueError, so the pairs here are drawn without
+    replacement. Ours with the default call against the package run to its fixed point (1e-6
+    is the tolerance ours converges to by default; the package's default call stops on its
+    step)."""
+    import random
+
+    rng = random.Random(0)
+    agents = ["a", "b", "c", "d", "e"]
+    composition = [[[x] for x in rng.sample(agents, k=2)] for _ in range(200)]
+    with pytest.raises(ValueError, match="appears twice"):
+        ours.History(composition=[[["a"], ["b"]], [["c"], ["c"]]], gamma=0.03, sigma=1.0)
+    mine = ours.History(composition=composition, gamma=0.03, sigma=1.0)
+    theirs = peer.History(composition=composition, gamma=0.03, sigma=1.0)
+    curves_close(mine, theirs)  # the online pass, before any sweep
+    mine.convergence()
+    assert not mine.capped
+    theirs.convergence(epsilon=1e-9, iterations=2000, verbose=False)
+    curves_close(mine, theirs)
