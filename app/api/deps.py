@@ -122,16 +122,14 @@ def _retry_after(wait: float) -> dict[str, str]:
 ResourcesDep = Annotated[Resources, Depends(resources)]
 
 
-async def authenticate(
-    request: Request, session: AsyncSession, res: Resources, presented: str | None, scope: Scope
-) -> Principal:
+async def authenticate(request: Request, res: Resources, presented: str | None, scope: Scope) -> Principal:
     """The key holding `scope`, as auth_service.authenticate finds it; a failure spends a
     token of the client address's bucket, and once that is empty answers 429 rather than 401.
 
     Only failures count: a valid key is never held back by it, though it shares the address
     (a studio's backends behind one NAT)."""
     try:
-        return await auth_service.authenticate(session, presented, scope)
+        return await auth_service.authenticate(res.sessions, presented, scope)
     except Unauthorized:
         wait = res.auth_failures.take(client_address(request, res.settings.trusted_proxies))
         if wait > 0:
@@ -146,8 +144,8 @@ def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
     """A dependency that lets a request through only with a key holding `scope`, within the
     key's request rate."""
 
-    async def check(request: Request, session: SessionDep, res: ResourcesDep) -> Principal:
-        key = await authenticate(request, session, res, bearer_token(request), scope)
+    async def check(request: Request, res: ResourcesDep) -> Principal:
+        key = await authenticate(request, res, bearer_token(request), scope)
         request.state.api_key_id = key.key_id
         wait = res.limits.take(key.key_id)
         if wait > 0:

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from redis.exceptions import RedisClusterException, RedisError
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import AppError, ValidationFailed, title_of
@@ -109,6 +110,13 @@ def install(app: FastAPI) -> None:
     async def database_down(request: Request, exc: OperationalError) -> JSONResponse:
         log.warning("database unavailable: %s", exc.__class__.__name__)
         return unavailable("the database is unavailable; retry shortly", request)
+
+    # Every pooled connection busy for the pool's whole timeout: the service is overloaded,
+    # and the request is worth a retry after a pause.
+    @app.exception_handler(PoolTimeout)
+    async def pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
+        log.warning("no database connection free within the pool timeout")
+        return unavailable("the database is busy; retry shortly", request)
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError) -> JSONResponse:

@@ -40,7 +40,6 @@ def _error(exc: AppError) -> HTMLResponse:
 
 async def _signed_in_page(
     request: Request,
-    session: SessionDep,
     res: Resources,
     template: str,
     build: Callable[[], Awaitable[dict[str, Any]]],
@@ -48,7 +47,7 @@ async def _signed_in_page(
     """`template` filled by `build` for a request holding a read key; else the sign-in
     redirect, or an error page (403, 429, or what building the page raised)."""
     try:
-        key = await authenticate(request, session, res, _presented(request), Scope.read)
+        key = await authenticate(request, res, _presented(request), Scope.read)
     except Unauthorized:
         return _to_login()
     except AppError as exc:
@@ -66,7 +65,7 @@ async def login_form() -> HTMLResponse:
 
 
 @router.post("/login")
-async def login(request: Request, session: SessionDep, res: ResourcesDep) -> Response:
+async def login(request: Request, res: ResourcesDep) -> Response:
     body = await request.body()
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/x-www-form-urlencoded" or len(body) > MAX_LOGIN_FORM:
@@ -76,7 +75,7 @@ async def login(request: Request, session: SessionDep, res: ResourcesDep) -> Res
     except (UnicodeDecodeError, ValueError):
         return page("login.html", 400, signed_in=False, message="The form is not valid UTF-8.")
     try:
-        await authenticate(request, session, res, key, Scope.read)
+        await authenticate(request, res, key, Scope.read)
     except AppError as exc:
         login_page = page("login.html", exc.status, signed_in=False, message=exc.detail)
         if "Retry-After" in exc.headers:  # a 429: too many failed sign-ins from this address
@@ -99,7 +98,7 @@ async def logout() -> Response:
 @router.get("")
 async def modes(request: Request, session: SessionDep, redis: RedisDep, res: ResourcesDep) -> Response:
     build = lambda: pages.modes_page(session, redis)  # noqa: E731
-    return await _signed_in_page(request, session, res, "modes.html", build)
+    return await _signed_in_page(request, res, "modes.html", build)
 
 
 @router.get("/modes/{mode}")
@@ -113,7 +112,7 @@ async def leaderboard(
     season: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response:
     build = lambda: pages.leaderboard_page(session, redis, mode, cursor, season)  # noqa: E731
-    return await _signed_in_page(request, session, res, "leaderboard.html", build)
+    return await _signed_in_page(request, res, "leaderboard.html", build)
 
 
 @router.get("/players")
@@ -134,4 +133,4 @@ async def player(
     mode: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response:
     build = lambda: pages.player_page(session, player_id, mode)  # noqa: E731
-    return await _signed_in_page(request, session, res, "player.html", build)
+    return await _signed_in_page(request, res, "player.html", build)

@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from cachetools import TTLCache
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.auth import keys, repository
 from app.auth.keys import Scope
@@ -65,13 +65,18 @@ def cached_keys() -> tuple[int, int]:
     return len(_known), len(_unknown)
 
 
-async def _principal(session: AsyncSession, key_id: str) -> Principal | None:
+async def _principal(sessions: async_sessionmaker[AsyncSession], key_id: str) -> Principal | None:
     hit = _known.get(key_id)
     if hit is not None:
         return hit
     if key_id in _unknown:
         return None
-    row = await repository.get(session, key_id)
+    # A session of its own, closed at once: the request's session stays without a connection,
+    # so a request that then waits on something else (a match waits for its group commit,
+    # which needs a connection of the same pool) holds none, and a burst of requests with a
+    # key not cached yet cannot starve the pool.
+    async with sessions() as session:
+        row = await repository.get(session, key_id)
     if row is None or row.revoked_at is not None:
         _unknown[key_id] = True
         return None
@@ -80,12 +85,14 @@ async def _principal(session: AsyncSession, key_id: str) -> Principal | None:
     return principal
 
 
-async def authenticate(session: AsyncSession, presented: str | None, needed: Scope) -> Principal:
+async def authenticate(
+    sessions: async_sessionmaker[AsyncSession], presented: str | None, needed: Scope
+) -> Principal:
     """The key if it is known, active and holds `needed` (admin holds every scope)."""
     if not presented:
         raise Unauthorized("missing API key: send Authorization: Bearer <key>")
     key_id = keys.key_id_of(presented) or keys.bootstrap_id(presented)
-    principal = await _principal(session, key_id)
+    principal = await _principal(sessions, key_id)
     if principal is None or not keys.matches(principal.key_hash, presented):
         raise Unauthorized("unknown or revoked API key")
     if needed.value not in principal.scopes and Scope.admin.value not in principal.scopes:
