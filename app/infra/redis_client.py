@@ -40,15 +40,24 @@ UNAVAILABLE: tuple[type[Exception], ...] = (RedisError, RedisClusterException, O
 def closed_under_command(exc: BaseException) -> bool:
     """Whether `exc` is a command's connection closed under it by redis-py itself: the cluster
     client closes every connection of a node it drops from its slot map (a failed master),
-    those in use by other commands included, and such a command then fails inside redis-py with
-    AttributeError ('NoneType' object has no attribute 'writelines') rather than
-    ConnectionError (redis-py 8.1). Told apart from our own bugs by where it was raised."""
-    if not isinstance(exc, AttributeError):
+    those in use by other commands included, and such a command then fails inside redis-py's
+    connection code rather than with ConnectionError (redis-py 8.1): AttributeError ('NoneType'
+    object has no attribute 'writelines') once the writer is gone, or, under uvloop, the
+    transport's RuntimeError ('unable to perform operation on <TCPTransport closed=True ...>;
+    the handler is closed') while redis-py writes on it. Told apart from our own bugs by where
+    it was raised: under redis-py's frames."""
+    if not isinstance(exc, AttributeError | RuntimeError):
         return False
     frame = exc.__traceback__
-    while frame is not None and frame.tb_next is not None:
+    last_redis = None
+    while frame is not None:
+        if str(frame.tb_frame.f_globals.get("__name__", "")).startswith("redis."):
+            last_redis = frame
         frame = frame.tb_next
-    return frame is not None and str(frame.tb_frame.f_globals.get("__name__", "")).startswith("redis.")
+    if last_redis is None:
+        return False
+    # AttributeError: raised by redis-py's own frame; RuntimeError: by the transport under it.
+    return isinstance(exc, RuntimeError) or last_redis.tb_next is None
 
 
 def build_redis(settings: Settings, url: str) -> RedisClient:

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 
-from app.infra.redis_client import RedisClient
+from app.infra.redis_client import RedisClient, closed_under_command
 from app.queues.record import (
     HEADER_BYTES,
     KEPT_ID_BYTES,
@@ -52,7 +53,14 @@ async def run(redis: RedisClient, source: str, keys: Sequence[str], args: Sequen
             # (redis-py's cluster pipeline blocks its evalsha() method, not the command)
             pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
             pipe.execute_command("WAIT", 1, REPLICA_WAIT_MS, target_nodes=node)
-            result, _acks = await pipe.execute(raise_on_error=False)
+            try:
+                result, _acks = await pipe.execute(raise_on_error=False)
+            except (AttributeError, RuntimeError) as exc:
+                # The cluster client closed this connection under the call (a node it dropped):
+                # an outage like any other, answered 503 by the Redis handler.
+                if not closed_under_command(exc):
+                    raise
+                raise RedisConnectionError("the connection was closed under the command") from exc
         if not isinstance(result, NoScriptError):
             break
         await redis.script_load(source)  # every master's cache; then the call again

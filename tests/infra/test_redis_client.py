@@ -37,3 +37,31 @@ async def test_a_connection_closed_under_a_command_reads_as_an_outage_and_our_bu
         None.writelines  # type: ignore[attr-defined]  # noqa: B018
     assert not closed_under_command(ours.value)
     assert not closed_under_command(ConnectionError("not an AttributeError"))
+
+
+def test_a_transport_closed_under_redis_pys_write_reads_as_an_outage(redis_url: str) -> None:
+    """Under uvloop, a write on a transport the cluster client closed fails with the
+    transport's RuntimeError inside redis-py's send; a RuntimeError of ours does not count."""
+    import asyncio
+
+    import uvloop
+
+    async def closed_transport_write() -> BaseException:
+        client = Redis.from_url(redis_url)
+        connection = await client.connection_pool.get_connection()
+        try:
+            assert connection._writer is not None
+            connection._writer.transport.close()
+            await asyncio.sleep(0)
+            await connection._send_packed_command([b"PING\r\n"])
+        except BaseException as exc:
+            return exc
+        finally:
+            await client.aclose()
+        raise AssertionError("the write on a closed transport did not fail")
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        failed = runner.run(closed_transport_write())
+    assert isinstance(failed, RuntimeError), repr(failed)
+    assert closed_under_command(failed)
+    assert not closed_under_command(RuntimeError("ours"))
