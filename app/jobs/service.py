@@ -173,7 +173,7 @@ async def run_smooth(
     async with sessions() as session, session.begin():
         await unbounded(session)
         row = await modes.get_mode(session, mode)
-        history = await repository.matches(session, mode)
+        matches = await repository.matches(session, mode)
         seeds = await repository.seeds(session, mode)
     params = smooth.Params(
         mu=row.mu,
@@ -185,8 +185,12 @@ async def run_smooth(
         epsilon=float(_given(options, "epsilon", smooth.EPSILON)),
     )
     read = time.perf_counter()
+    # The smooth takes the only reference to the matches: it drops them once its history is
+    # built, so they are not held through the sweeps (at 5M games, about the history's size).
+    count, pending = len(matches), [matches]
+    del matches
     result = await _in_thread(
-        lambda progress: smooth.smooth(history, seeds, params, progress), report, 0.05, 0.9
+        lambda progress: smooth.smooth(pending.pop(), seeds, params, progress), report, 0.05, 0.9
     )
     fitted = time.perf_counter()
     async with sessions() as session, session.begin():
@@ -196,7 +200,7 @@ async def run_smooth(
         kept = [curve for curve in result.curves if not is_pseudonym(curve[0])]
         await repository.replace_curves(session, mode, job_id, kept)
     return {
-        "matches": len(history),
+        "matches": count,
         "players": len(result.curves),
         "iterations": result.iterations,
         "last_step": result.last_step,

@@ -78,6 +78,8 @@ def smooth(
         p_draw=params.p_draw,
         weights=[m.weights for m in matches],
     )
+    # The caller hands over its only reference (app/jobs/service.run_smooth): free the input now.
+    del matches
     progress(0.1)
     step, done = history.convergence(
         params.epsilon,
