@@ -125,6 +125,9 @@ def settings(service_url: str, redis_url: str, tmp_path_factory: pytest.TempPath
         # Every test shares one client address: tests of the failed-authentication limit build
         # their own app (tests/api/test_rate_limit.py).
         auth_failures_per_s=0,
+        # Nor is any key's request rate limited here: the whole suite shares one admin key, and
+        # some tests send thousands of requests a second (tests/api/test_rate_limit.py builds its own).
+        rate_limit_per_s=0,
     )
 
 
@@ -194,6 +197,7 @@ def live_server(app: FastAPI, service_url: str, redis_url: str) -> Iterator[str]
         "LOG_LEVEL": "WARNING",
         "DB_POOL_SIZE": "20",
         "AUTH_FAILURES_PER_S": "0",  # as in `settings`
+        "RATE_LIMIT_PER_S": "0",
     }
     process = subprocess.Popen(
         [
