@@ -138,6 +138,18 @@ def install(app: FastAPI) -> None:
         log.warning("redis unavailable: %s", exc.__class__.__name__)
         return unavailable("the queue store is unavailable; retry shortly", request)
 
+    # The errors redis-py lets through when the cluster client closes a connection under a
+    # command (app.infra.redis_client.closed_under_command). Handled here, by class, rather than
+    # only by the catch-all below: Starlette re-raises what the catch-all handles, and the
+    # server then drops the connection instead of sending the 503.
+    @app.exception_handler(RuntimeError)
+    @app.exception_handler(AttributeError)
+    async def closed_or_ours(request: Request, exc: Exception) -> JSONResponse:
+        if closed_under_command(exc):
+            return await redis_down(request, exc)
+        log.error("unhandled error", exc_info=exc)
+        return problem(500, "internal error", request)
+
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         if closed_under_command(exc):
