@@ -56,6 +56,10 @@ _CLAIM = f"""
         FROM jsonb_to_recordset(CAST(%(players)s AS jsonb))
              AS w(match_id varchar, mode varchar, player_id varchar, mu float8, sigma float8)
         JOIN claimed USING (match_id)
+        -- Only players without a rating here: an insert that conflicts still runs the BEFORE
+        -- INSERT trigger (season_stamp) and probes every index, for every rated player. A
+        -- rating another transaction is inserting is not seen here; ON CONFLICT waits for it.
+        WHERE NOT EXISTS (SELECT FROM ratings r WHERE r.mode = w.mode AND r.player_id = w.player_id)
     ), new_players AS (
         INSERT INTO players (id)
         SELECT DISTINCT player_id FROM wanted ORDER BY player_id
@@ -135,8 +139,9 @@ _APPLY = f"""
 """
 
 # The same writes from columns (a batch's): each column one array literal, which PostgreSQL
-# parses in one call (no per-row JSON keys), and the responses one JSON array, taken in
-# order. A rating's played_at arrives as microseconds since 1970 (exact integers).
+# parses in one call (no per-row JSON keys), and the responses one JSON array whose n-th
+# element goes with the n-th element of the matches' columns. A rating's played_at arrives
+# as microseconds since 1970 (exact integers).
 _APPLY_COLUMNS = f"""
     WITH v AS (
         SELECT v.mode, v.player_id, v.mu, v.sigma, v.matches, v.win, v.loss, v.draw,
@@ -156,11 +161,10 @@ _APPLY_COLUMNS = f"""
             CAST(%(p_sigma_after)s AS float8[]))
     )
     UPDATE matches AS m
-    SET quality = u.quality, response = r.response, applied_seq = u.seq
-    FROM unnest(CAST(%(m_pk)s AS int8[]), CAST(%(m_quality)s AS float8[]), CAST(%(m_seq)s AS int8[]))
-         WITH ORDINALITY AS u(pk, quality, seq, n)
-    JOIN jsonb_array_elements(CAST(%(m_responses)s AS jsonb)) WITH ORDINALITY AS r(response, n) USING (n)
-    WHERE m.id = u.pk
+    SET quality = (CAST(%(m_quality)s AS float8[]))[r.n], response = r.response,
+        applied_seq = (CAST(%(m_seq)s AS int8[]))[r.n]
+    FROM jsonb_array_elements(CAST(%(m_responses)s AS jsonb)) WITH ORDINALITY AS r(response, n)
+    WHERE m.id = (CAST(%(m_pk)s AS int8[]))[r.n]
 """
 
 
@@ -345,7 +349,14 @@ async def write_columns(
         for column in fields(columns):
             if column.name != "responses":
                 params[prefix + column.name] = _array(getattr(columns, column.name))
-    await conn.execute(_APPLY_COLUMNS, params)
+    async with conn.pipeline():
+        # A batch touches a few thousand rows by key. Told the arrays' lengths, the planner
+        # hashes the whole ratings and matches tables to join them (a scan of every row per
+        # batch, growing with the tables); by key through the indexes it is a probe per row.
+        # SET LOCAL: only this transaction's last statement follows.
+        await conn.execute("SET LOCAL enable_hashjoin = off")
+        await conn.execute("SET LOCAL enable_mergejoin = off")
+        await conn.execute(_APPLY_COLUMNS, params)
 
 
 def _array(values: Sequence[Any]) -> str:
