@@ -368,7 +368,9 @@ def _array(values: Sequence[Any]) -> str:
     first = values[0]
     if isinstance(first, str):
         return '{"' + '","'.join(values) + '"}'
-    return "{" + ",".join("NULL" if v is None else repr(v) for v in values) + "}"
+    if None in values:
+        return "{" + ",".join("NULL" if v is None else repr(v) for v in values) + "}"
+    return "{" + ",".join(map(repr, values)) + "}"
 
 
 def _iso(value: object) -> str:
