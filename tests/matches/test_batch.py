@@ -222,8 +222,12 @@ async def test_batches_interleaved_with_single_posts_rate_as_singles_do(api: Asy
 
 async def test_a_batch_of_chained_players_equals_rating_one_at_a_time(api: AsyncClient, mode: str) -> None:
     """Matches that share players see each other's results in list order: 300 matches over 6
-    players (chains hundreds of levels deep) in one batch equal the core rating them one at a
+    players (chains hundreds of levels deep) in one batch, in two modes interleaved (one the
+    NumPy path covers, one with a tie model it does not), equal the core rating them one at a
     time within 1e-12, and each player's before is their previous match's after, to the bit."""
+    other = f"{mode}-tie-layer"
+    await api.put_mode(other, tie_model="tie-layer")
+    envs = {mode: TrueSkill(), other: TrueSkill(tie_model="tie-layer")}
     rng = random.Random(7)
     players = [f"{mode}-c{i}" for i in range(6)]
     bodies = []
@@ -231,41 +235,47 @@ async def test_a_batch_of_chained_players_equals_rating_one_at_a_time(api: Async
         size = rng.choice([1, 2])
         chosen = rng.sample(players, 2 * size)
         partial = rng.random() < 0.1  # partial play goes through the scalar path, in its level
-        teams = [
+        teams: list[dict[str, Any]] = [
             {"players": [{"id": p, "weight": 0.5 if partial and i == 0 else 1.0} for i, p in enumerate(team)]}
             for team in (chosen[:size], chosen[size:])
         ]
         outcome = rng.choice([(1, 2), (2, 1), (1, 1)])
         for team, rank in zip(teams, outcome, strict=True):
             team["rank"] = rank
-        bodies.append({"match_id": f"{mode}-chain{n}", "mode": mode, "teams": teams})
+        played = mode if rng.random() < 0.75 else other
+        bodies.append({"match_id": f"{mode}-chain{n}", "mode": played, "teams": teams})
     batch = await api.post_matches_batch(bodies)
     assert [r.status for r in batch.results] == [201] * len(bodies)
-    env, current = TrueSkill(), dict.fromkeys(players, Rating())
-    last_after: dict[str, Any] = {}
+    current = {(m, p): Rating(envs[m].mu, envs[m].sigma) for m in envs for p in players}
+    last_after: dict[tuple[str, str], Any] = {}
     for body, result in zip(bodies, batch.results, strict=True):
         assert result.match is not None
-        teams = [[p["id"] for p in t["players"]] for t in body["teams"]]
+        env, played = envs[body["mode"]], body["mode"]
+        teams_ids = [[p["id"] for p in t["players"]] for t in body["teams"]]
         weights = [[p["weight"] for p in t["players"]] for t in body["teams"]]
         ranks = [t["rank"] for t in body["teams"]]
-        groups = [[current[p] for p in team] for team in teams]
+        groups = [[current[played, p] for p in team] for team in teams_ids]
         quality = env.quality(groups, weights)
         rated = env.rate(groups, ranks, weights)
         assert result.match.quality == close(quality)
         expected = [
-            (p, r) for team, after in zip(teams, rated, strict=True) for p, r in zip(team, after, strict=True)
+            (p, r)
+            for team, after in zip(teams_ids, rated, strict=True)
+            for p, r in zip(team, after, strict=True)
         ]
         assert [p.player_id for p in result.match.players] == [p for p, _ in expected]
         for got, (player, rating) in zip(result.match.players, expected, strict=True):
             assert (got.after.mu, got.after.sigma) == (close(rating.mu), close(rating.sigma))
-            if player in last_after:
-                assert got.before == last_after[player]
-            last_after[player] = got.after
+            if (played, player) in last_after:
+                assert got.before == last_after[played, player]
+            last_after[played, player] = got.after
             # The next match starts from what this batch answered (as the stored row holds).
-            current[player] = Rating(got.after.mu, got.after.sigma)
+            current[played, player] = Rating(got.after.mu, got.after.sigma)
     for player in players:
-        stored = next(r for r in (await api.get_player(player)).ratings if r.mode == mode)
-        assert (stored.rating.mu, stored.rating.sigma) == (last_after[player].mu, last_after[player].sigma)
+        stored = {r.mode: r for r in (await api.get_player(player)).ratings}
+        for played in envs:
+            after = last_after[played, player]
+            assert (stored[played].rating.mu, stored[played].rating.sigma) == (after.mu, after.sigma)
         history = (await api.player_matches(player, mode=mode, limit=100)).matches
         assert len(history) > 50
         # Newest first, each before the next older after: the batch's order.
