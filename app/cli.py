@@ -225,6 +225,16 @@ def serve(settings: Settings) -> None:
             # The app decides which proxies' X-Forwarded-For to believe (TRUSTED_PROXIES);
             # uvicorn's own rewrite would trust 127.0.0.1 before the app sees the request.
             "proxy_headers": False,
+            # Longer than the idle timeouts of the clients and proxies in front, so that they,
+            # not we, close an idle connection. uvicorn's default (5 s) equals httpx's pool expiry
+            # (5 s): a request sent on a connection idle for just under 5 s then crosses our close
+            # and is reset unanswered (httpx.ReadError), with nothing in our log. A loaded process
+            # widens that window to its event loop's stall: once the loop runs again it fires the
+            # expired keep-alive timer before it reads the request that arrived meanwhile, and
+            # closing a socket with unread data resets the connection. Requests for a failed
+            # Redis master run for seconds until its replica takes over, which leaves the
+            # client's other connections idle for about that long.
+            "timeout_keep_alive": settings.http_keep_alive_s,
         }
         if settings.workers > 1 and workers.supported():
             # A listening socket per worker (workers.py says why).

@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes for `serve`")
+    http_keep_alive_s: int = Field(
+        120, ge=1, le=3600, description="How long `serve` keeps an idle client connection open"
+    )
     db_pool_size: int = Field(10, ge=1, le=200)
     db_connect_wait_s: float = Field(15.0, gt=0, le=600, description="Bounded wait for the database at start")
     db_statement_timeout_ms: int = Field(5000, ge=100, le=600_000)

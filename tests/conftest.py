@@ -106,6 +106,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.api)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """A failed test's report carries what the service processes it ran wrote meanwhile
+    (tests/reliability/process.py): their tracebacks and warnings explain a dropped connection."""
+    report: pytest.TestReport = yield
+    if report.failed:
+        from tests.reliability.process import STARTED
+
+        for service in STARTED:
+            if service.log.exists() and service.log.stat().st_mtime >= call.start:
+                lines = service.output().splitlines()[-300:]
+                title = f"service on port {service.port}, {service.state()}: output (last lines)"
+                report.sections.append((title, "\n".join(lines)))
+    return report
+
+
 @pytest.fixture(scope="session")
 def redis_url(embedded: EmbeddedServers) -> str:
     url = os.environ.get("REDIS_URL") or embedded.start_redis()

@@ -121,7 +121,11 @@ async def check_books(base: str, load: Load, strict: bool) -> Counter[str]:
     """No ticket in two proposals; each queued ticket is still known, and a matched one names
     a proposal that holds it (one a matchmaker was given, when `strict`). Counts by status."""
     seen = Counter(t for p in load.proposals for t in p["ticket_ids"])  # type: ignore[attr-defined]
-    assert seen and max(seen.values()) == 1
+    answers = Counter((mode, status) for _, mode, status, _ in load.answers)
+    assert seen, (
+        f"no proposal: {len(load.tickets)} tickets queued; answers by mode: {sorted(answers.items())}"
+    )
+    assert max(seen.values()) == 1
     given = {p["proposal_id"]: p for p in load.proposals}
     statuses: Counter[str] = Counter()
     async with httpx.AsyncClient(headers=ADMIN, timeout=30) as http:

@@ -7,7 +7,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import httpx
 
@@ -16,6 +18,12 @@ from tests.conftest import ADMIN_KEY
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 # `make soak` sets SOAK=1: the same tests, run several times longer.
 SOAK = os.environ.get("SOAK") == "1"
+
+
+# Every service started, oldest first: tests/conftest.py attaches what they wrote during a test,
+# and whether they still run, to that test's failure report (a dropped connection's cause is in
+# the server's log, or in its exit status).
+STARTED: list[Service] = []
 
 
 def scaled(seconds: float) -> float:
@@ -44,13 +52,25 @@ class Service:
             "HOST": "127.0.0.1",
             "PORT": str(self.port),
             "RATE_LIMIT_PER_S": "0",
+            # A crash in C code (uvloop, hiredis) leaves its traceback in the log, not silence.
+            "PYTHONFAULTHANDLER": "1",
             **settings,
         }
         self.process: subprocess.Popen[bytes] | None = None
+        # stdout and stderr go to a file (kept across restarts) rather than to pytest's capture,
+        # which shows only the lines written while a failing test's own phase ran.
+        handle, name = tempfile.mkstemp(prefix=f"service-{self.port}-", suffix=".log")
+        os.close(handle)
+        self.log = Path(name)
 
     def start(self, ready_within: float = 60.0) -> Service:
         # `serve` as operators run it: migrate, make sure the bootstrap key exists, then serve.
-        self.process = subprocess.Popen([sys.executable, "-m", "app", "serve"], env=self.env)
+        if self not in STARTED:
+            STARTED.append(self)
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "app", "serve"], env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + ready_within
         while True:
             try:
@@ -60,8 +80,17 @@ class Service:
                 pass
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                raise AssertionError("the service did not start")
+                raise AssertionError(f"the service did not start:\n{self.output()}")
             time.sleep(0.1)
+
+    def output(self) -> str:
+        """Everything the process wrote so far (all its starts)."""
+        return self.log.read_text(errors="replace")
+
+    def state(self) -> str:
+        """Running, or how it ended (a negative status is the signal that ended it)."""
+        code = None if self.process is None else self.process.poll()
+        return "running" if self.process is not None and code is None else f"exited with status {code}"
 
     def kill(self) -> None:
         """kill -9: no shutdown hooks, no flushing, connections cut mid-request."""
