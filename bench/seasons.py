@@ -132,6 +132,9 @@ async def run(base: str, key: str, url: str, args: argparse.Namespace) -> dict[s
         "reset": args.reset,
         "job_total_s": job["result"]["seconds"]["total"],
         "job_locked_s": job["result"]["seconds"]["locked"],
+        # The job's phases (read the final order, archive and reset in chunks, rank the
+        # archive): where a re-run should look first.
+        "job_phases_s": {k: v for k, v in job["result"]["seconds"].items() if k not in ("total", "locked")},
         "job_wall_s": round(finished - asked, 3),
         "posts": len(load.samples),
         "posts_failed": len(failed),
