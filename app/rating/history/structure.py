@@ -21,8 +21,9 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from app.rating.history.game import Player, draw_margin
+from app.rating.history.game import Player
 from app.rating.history.gaussian import INF
+from app.rating.normal import draw_margin
 
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.int64]
