@@ -9,17 +9,7 @@ from typing import Any
 import httpx
 
 from app.client import AsyncClient
-
-
-def match(match_id: str, mode: str, *teams: list[str], ranks: list[float] | None = None) -> dict[str, Any]:
-    ranks = ranks if ranks is not None else list(range(len(teams)))
-    return {
-        "match_id": match_id,
-        "mode": mode,
-        "teams": [
-            {"players": [{"id": p} for p in team], "rank": r} for team, r in zip(teams, ranks, strict=True)
-        ],
-    }
+from tests.api.test_matches import match
 
 
 async def post_batch(
