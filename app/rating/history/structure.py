@@ -128,11 +128,6 @@ class Flat:
         """The player's latest skill, or −1."""
         return self._last_skill[player]
 
-    @property
-    def exotic_priors(self) -> bool:
-        """Some prior is flat or a point mass (precision 0 or ∞)."""
-        return bool(((self.prior_pi == 0.0) | np.isinf(self.prior_pi)).any())
-
     def append(
         self,
         composition: Sequence[Teams],
