@@ -28,6 +28,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def serve(env: dict[str, str], ready: str, within: float) -> subprocess.Popen[bytes]:
+    """`python -m app serve` with `env`, returned once `ready` answers 200; killed, and an
+    AssertionError, if it exits or `within` seconds pass first."""
+    process = subprocess.Popen([sys.executable, "-m", "app", "serve"], env=env)
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            if httpx.get(ready, timeout=2).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait(10)
+            raise AssertionError(f"serve did not answer {ready} within {within:g}s")
+        time.sleep(0.1)
+
+
 class Service:
     """One API process on the given database and Redis; `port` stays the same across restarts."""
 
@@ -50,18 +68,8 @@ class Service:
 
     def start(self, ready_within: float = 60.0) -> Service:
         # `serve` as operators run it: migrate, make sure the bootstrap key exists, then serve.
-        self.process = subprocess.Popen([sys.executable, "-m", "app", "serve"], env=self.env)
-        deadline = time.monotonic() + ready_within
-        while True:
-            try:
-                if httpx.get(f"{self.base}/healthz", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError("the service did not start")
-            time.sleep(0.1)
+        self.process = serve(self.env, f"{self.base}/healthz", ready_within)
+        return self
 
     def kill(self) -> None:
         """kill -9: no shutdown hooks, no flushing, connections cut mid-request."""
