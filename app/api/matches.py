@@ -11,8 +11,8 @@ from app.api.deps import AdminKey, ReadKey, ResourcesDep, ResultsKey, SessionDep
 from app.api.problems import problem_body, validation_failed
 from app.errors import AppError
 from app.ids import Identifier
-from app.matches import service
-from app.matches.schemas import BatchIn, BatchItemOut, BatchOut, MatchIn, MatchOut, batch_json, match_json
+from app.matches import batch, service
+from app.matches.schemas import BatchIn, BatchOut, MatchIn, MatchOut, batch_json, match_json
 
 router = APIRouter(prefix="/v1/matches", tags=["matches"])
 
@@ -54,11 +54,10 @@ async def post_matches_batch(body: BatchIn, request: Request, res: ResourcesDep,
     body that is not `{"matches": [...]}` with 1 to 1,000 items is a 422 for the whole
     request, and a database failure is a 503; then nothing of it is applied."""
     items = [_item(raw) for raw in body.matches]
-    outcomes = await service.record_group(res.engine, res.sessions, items)
-    results = [
-        _result(raw, outcome, request.url.path) for raw, outcome in zip(body.matches, outcomes, strict=True)
-    ]
-    return Response(batch_json(BatchOut(results=results)), media_type=JSON)
+    outcomes = await batch.record_batch(res.engine, res.sessions, items)
+    path = request.url.path
+    results = [_result(raw, outcome, path) for raw, outcome in zip(body.matches, outcomes, strict=True)]
+    return Response(batch_json(results), media_type=JSON)
 
 
 def _item(raw: Any) -> MatchIn | AppError:
@@ -69,7 +68,8 @@ def _item(raw: Any) -> MatchIn | AppError:
         return validation_failed([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()])
 
 
-def _result(raw: Any, outcome: service.Outcome, path: str) -> BatchItemOut:
+def _result(raw: Any, outcome: batch.BatchOutcome, path: str) -> dict[str, Any]:
+    """One item of the answer (BatchItemOut) as plain data: batch_json writes them all at once."""
     match_id = raw.get("match_id") if isinstance(raw, dict) else None
     if not isinstance(match_id, str):
         match_id = None
@@ -77,10 +77,11 @@ def _result(raw: Any, outcome: service.Outcome, path: str) -> BatchItemOut:
         # An unknown mode is the single post's 404; in a batch the item is what is wrong.
         status_code = 409 if outcome.status == 409 else 422
         body = problem_body(status_code, outcome.detail, path, outcome.errors)
-        return BatchItemOut(match_id=match_id, status=status_code, match=None, problem=body)
-    return BatchItemOut(
-        match_id=match_id, status=201 if outcome.created else 200, match=outcome.match, problem=None
-    )
+        return {"match_id": match_id, "status": status_code, "match": None, "problem": body}
+    if isinstance(outcome, batch.Applied):
+        return {"match_id": match_id, "status": 201, "match": outcome.match, "problem": None}
+    status_code = 201 if outcome.created else 200
+    return {"match_id": match_id, "status": status_code, "match": outcome.match, "problem": None}
 
 
 @router.get(

@@ -1,15 +1,10 @@
 """Replay: re-rate a mode's whole history with its current parameters, level by level.
 
 Every non-void match is rated again in played_at order (then recording order), each player
-starting from their seed (an admin override) or the mode's prior. One at a time that is one
-engine call per match; here the matches are cut into **levels** instead, as the history
-engine cuts its passes (app/rating/history/schedule.py): a match's level is one past the
-levels of its players' previous matches. A level's matches share no player and see only
-lower levels, so rating level after level, all of a level's matches at once, gives what one
-at a time gives. A level's two-team matches of unit weights go through the NumPy batch path
-(app/rating/batch.py) in one call per team shape, when the mode's model is one it covers
-(`TrueSkill.batch_covers`); every other match (three or more teams, partial play, another tie
-model or team function) goes through `rate_match` on its own.
+starting from their seed (an admin override) or the mode's prior. The rating is
+app/rating/levels.py's: the matches cut into levels (a match's level is one past the levels
+of its players' previous matches), two-team levels through the NumPy batch path, every other
+match through `rate_match` on its own; POST /v1/matches/batch rates a batch the same way.
 
 The whole history is held as flat arrays (`ReplayMatches`): one row per match, one per
 participant, players by index; nothing holds a Python object per match until the stored
@@ -19,7 +14,6 @@ responses are written.
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,10 +22,8 @@ import numpy.typing as npt
 
 from app.ids import is_pseudonym
 from app.matches.service import response_json
-from app.rating import Rating, RatingInputError, TrueSkill
-from app.rating.batch import two_team_quality_batch
-from app.rating.history.schedule import chain_levels
-from app.rating.match import MatchTeams, rate_match
+from app.rating import TrueSkill
+from app.rating.levels import Matches, rate_levels
 
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.int64]
@@ -127,164 +119,19 @@ def rate(
     seeds: dict[str, tuple[float, float]],
     progress: Callable[[float], None] = lambda _: None,
 ) -> Rated:
-    """Rate `history` on top of `state` (updated in place), level by level."""
-    n, entries = history.matches, len(history.player)
+    """Rate `history` on top of `state` (updated in place), level by level (app/rating/levels.py)."""
+    entries = len(history.player)
     player = state.adopt(history.names, env, seeds)[history.player] if entries else history.player
+    matches = Matches(history.start, player, history.team, history.rank, history.weight, history.coefficient)
+    done = rate_levels(env, matches, state.mu, state.sigma, progress)
+    skipped = [f"{history.match_ids[i]}: {reason}" for i, reason in sorted(done.refused.items())]
     out = Rated(
-        np.zeros(entries), np.zeros(entries), np.zeros(entries), np.zeros(entries), np.zeros(n),
-        np.ones(n, dtype=bool), [], player,
+        done.before_mu, done.before_sigma, done.after_mu, done.after_sigma, done.quality, done.rated,
+        skipped, player,
     )  # fmt: skip
-    if n == 0:
-        return out
-    start, team, weight = history.start, history.team, history.weight
-    first = start[:-1]
-    size = np.diff(start)
-    teams = np.maximum.reduceat(team, first) + 1
-    first_team = np.add.reduceat((team == 0).astype(np.int64), first)
-    second_first = np.minimum(first + first_team, start[1:] - 1)
-    first_rank, second_rank = history.rank[first], history.rank[second_first]
-    tie = first_rank == second_rank
-    winner_first = first_rank <= second_rank
-    batch = (
-        (teams == 2) & np.minimum.reduceat(weight == 1.0, first) & ~(tie & (env.draw_z <= 0.0))
-        if env.batch_covers
-        else np.zeros(n, dtype=bool)
-    )
-    # (winners, losers) team sizes of each batch match, and where each team's entries start.
-    winners = np.where(winner_first, first_team, size - first_team)
-    losers = size - winners
-    winner_at = np.where(winner_first, first, first + first_team)
-    loser_at = np.where(winner_first, first + first_team, first)
-    widest = int(size.max())
-    shape = np.where(batch, 1 + winners * (widest + 1) + losers, 0)
-    level, _ = chain_levels(
-        start, player, np.full(len(state.names), -1, dtype=np.int64), len(state.names), [(0, n)]
-    )
-    order = np.lexsort((shape, level))
-    key = level[order] * ((widest + 1) ** 2 + 1) + shape[order]
-    runs = np.flatnonzero(np.diff(key)) + 1
-    bounds = [0, *runs.tolist(), n]
-    mu, sigma = state.mu, state.sigma
-    columns = np.arange(widest, dtype=np.int64)
-    wins = np.zeros(entries, dtype=np.int64)
-    losses = np.zeros(entries, dtype=np.int64)
-    draws = np.zeros(entries, dtype=np.int64)
-    every = max(1, (len(bounds) - 1) // 100)
-    for run, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-        if run % every == 0:
-            progress(lo / n)
-        chosen = order[lo:hi]
-        if shape[chosen[0]] == 0:
-            for i in chosen.tolist():
-                _rate_one(env, history, player, i, out, wins, losses, draws, mu, sigma)
-            continue
-        head = chosen[0]
-        w_entries = winner_at[chosen][:, None] + columns[: winners[head]]
-        l_entries = loser_at[chosen][:, None] + columns[: losers[head]]
-        w_players, l_players = player[w_entries], player[l_entries]
-        wm, ws, lm, ls = mu[w_players], sigma[w_players], mu[l_players], sigma[l_players]
-        drawn = tie[chosen]
-        new_wm, new_ws, new_lm, new_ls = env.rate_two_team_batch(
-            wm, ws, lm, ls, drawn if drawn.any() else None
-        )
-        out.before_mu[w_entries], out.before_sigma[w_entries] = wm, ws
-        out.before_mu[l_entries], out.before_sigma[l_entries] = lm, ls
-        out.after_mu[w_entries], out.after_sigma[w_entries] = new_wm, new_ws
-        out.after_mu[l_entries], out.after_sigma[l_entries] = new_lm, new_ls
-        mu[w_players], sigma[w_players] = new_wm, new_ws
-        mu[l_players], sigma[l_players] = new_lm, new_ls
-    _batch_outcomes(env, history, batch, tie, winner_first, first_team, out, wins, losses, draws)
-    _count(history, player, out.rated, wins, losses, draws, state)
-    progress(1.0)
+    if history.matches:
+        _count(history, player, out.rated, done.wins, done.losses, done.draws, state)
     return out
-
-
-def _rate_one(
-    env: TrueSkill,
-    history: ReplayMatches,
-    player: Index,
-    i: int,
-    out: Rated,
-    wins: Index,
-    losses: Index,
-    draws: Index,
-    mu: Array,
-    sigma: Array,
-) -> None:
-    """One match through `rate_match`, as a single post rates it."""
-    lo, hi = int(history.start[i]), int(history.start[i + 1])
-    ids: list[list[str]] = []
-    ratings: list[list[Rating]] = []
-    weights: list[list[float]] = []
-    coefficients: list[list[float]] = []
-    ranks: list[float] = []
-    for e in range(lo, hi):
-        t = int(history.team[e])
-        if t == len(ids):
-            ids.append([])
-            ratings.append([])
-            weights.append([])
-            coefficients.append([])
-            ranks.append(float(history.rank[e]))
-        p = int(player[e])
-        ids[t].append(history.names[int(history.player[e])])
-        ratings[t].append(Rating(float(mu[p]), float(sigma[p])))
-        weights[t].append(float(history.weight[e]))
-        c = float(history.coefficient[e])
-        coefficients[t].append(1.0 if c != c else c)  # NaN: not given, 1 in a weighted mode
-    teams = MatchTeams(
-        ids, ratings, ranks, weights, coefficients if env.team_performance == "weighted" else None
-    )
-    try:
-        rated = rate_match(env, teams)
-    except RatingInputError as exc:
-        out.rated[i] = False
-        out.skipped.append(f"{history.match_ids[i]}: {exc}")
-        return
-    out.quality[i] = rated.quality
-    for e, r in zip(range(lo, hi), rated.players, strict=True):
-        p = int(player[e])
-        out.before_mu[e], out.before_sigma[e] = r.before.mu, r.before.sigma
-        out.after_mu[e], out.after_sigma[e] = r.after.mu, r.after.sigma
-        mu[p], sigma[p] = r.after.mu, r.after.sigma
-        wins[e], losses[e], draws[e] = r.win, r.loss, r.draw
-
-
-def _batch_outcomes(
-    env: TrueSkill,
-    history: ReplayMatches,
-    batch: Mask,
-    tie: Mask,
-    winner_first: Mask,
-    first_team: Index,
-    out: Rated,
-    wins: Index,
-    losses: Index,
-    draws: Index,
-) -> None:
-    """The batch matches' quality (from the ratings before, all at once, per team shape) and
-    their participants' win, loss or draw."""
-    start = history.start
-    chosen = np.flatnonzero(batch)
-    if not len(chosen):
-        return
-    sizes = np.diff(start)[chosen]
-    firsts = first_team[chosen]
-    columns = np.arange(int(sizes.max()), dtype=np.int64)
-    for a, b in {(int(a), int(b)) for a, b in zip(firsts.tolist(), (sizes - firsts).tolist(), strict=True)}:
-        group = chosen[(firsts == a) & (sizes - firsts == b)]
-        one = start[group][:, None] + columns[:a]
-        two = start[group][:, None] + a + columns[:b]
-        out.quality[group] = two_team_quality_batch(
-            out.before_mu[one], out.before_sigma[one], out.before_mu[two], out.before_sigma[two], env.beta
-        )
-    match_of = np.repeat(np.arange(history.matches, dtype=np.int64), np.diff(start))
-    mine = batch[match_of]
-    drew = tie[match_of] & mine
-    won = ~tie[match_of] & mine & ((history.team == 0) == winner_first[match_of])
-    draws[drew] = 1
-    wins[won] = 1
-    losses[mine & ~drew & ~won] = 1
 
 
 def _count(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -56,6 +56,10 @@ _CLAIM = f"""
         FROM jsonb_to_recordset(CAST(%(players)s AS jsonb))
              AS w(match_id varchar, mode varchar, player_id varchar, mu float8, sigma float8)
         JOIN claimed USING (match_id)
+        -- Only players without a rating here: an insert that conflicts still runs the BEFORE
+        -- INSERT trigger (season_stamp) and probes every index, for every rated player. A
+        -- rating another transaction is inserting is not seen here; ON CONFLICT waits for it.
+        WHERE NOT EXISTS (SELECT FROM ratings r WHERE r.mode = w.mode AND r.player_id = w.player_id)
     ), new_players AS (
         INSERT INTO players (id)
         SELECT DISTINCT player_id FROM wanted ORDER BY player_id
@@ -94,28 +98,35 @@ _SEQUENCE = "SELECT nextval('match_applied_seq') FROM generate_series(1, %(n)s)"
 
 _STORED = text("SELECT body_hash, played_at, response, void FROM matches WHERE match_id = :match_id")
 
+# A player in several matches of the group has one ratings row: the last rating and the
+# summed counters. `v` holds (mode, player_id, mu, sigma, matches, win, loss, draw, played_at).
+_UPDATE_RATINGS = f"""
+    UPDATE ratings AS r
+    SET mu = v.mu, sigma = v.sigma, conservative = {conservative_sql("v.mu", "v.sigma")},
+        matches = r.matches + v.matches, wins = r.wins + v.win, losses = r.losses + v.loss,
+        draws = r.draws + v.draw,
+        last_played_at = GREATEST(r.last_played_at, v.played_at),
+        updated_at = now()
+    FROM v, modes AS m
+    WHERE r.mode = v.mode AND r.player_id = v.player_id AND m.name = v.mode
+"""
+
+_PARTICIPANTS = """
+    INSERT INTO match_players
+        (match_pk, player_id, mode, team, rank, weight, coefficient,
+         mu_before, sigma_before, mu_after, sigma_after)
+"""
+
 # Every list arrives as one JSON array (one parameter, expanded by PostgreSQL) rather than
 # as arrays, which psycopg would convert element by element in Python (a group's responses
-# alone took longer to quote than to rate). A player in several matches of the group has
-# one ratings row: the last rating and the summed counters.
+# alone took longer to quote than to rate).
 _APPLY = f"""
     WITH v AS (
         SELECT * FROM jsonb_to_recordset(CAST(%(ratings)s AS jsonb)) AS v(
             mode varchar, player_id varchar, mu float8, sigma float8, matches int,
             win int, loss int, draw int, played_at timestamptz)
-    ), changed AS (
-        UPDATE ratings AS r
-        SET mu = v.mu, sigma = v.sigma, conservative = {conservative_sql("v.mu", "v.sigma")},
-            matches = r.matches + v.matches, wins = r.wins + v.win, losses = r.losses + v.loss,
-            draws = r.draws + v.draw,
-            last_played_at = GREATEST(r.last_played_at, v.played_at),
-            updated_at = now()
-        FROM v, modes AS m
-        WHERE r.mode = v.mode AND r.player_id = v.player_id AND m.name = v.mode
-    ), participants AS (
-        INSERT INTO match_players
-            (match_pk, player_id, mode, team, rank, weight, coefficient,
-             mu_before, sigma_before, mu_after, sigma_after)
+    ), changed AS ({_UPDATE_RATINGS}
+    ), participants AS ({_PARTICIPANTS}
         SELECT * FROM jsonb_to_recordset(CAST(%(participants)s AS jsonb)) AS p(
             match_pk bigint, player_id varchar, mode varchar, team int, rank float8, weight float8,
             coefficient float8, mu_before float8, sigma_before float8, mu_after float8, sigma_after float8)
@@ -125,6 +136,35 @@ _APPLY = f"""
     FROM jsonb_to_recordset(CAST(%(matches)s AS jsonb))
          AS u(pk bigint, quality float8, response jsonb, seq bigint)
     WHERE m.id = u.pk
+"""
+
+# The same writes from columns (a batch's): each column one array literal, which PostgreSQL
+# parses in one call (no per-row JSON keys), and the responses one JSON array whose n-th
+# element goes with the n-th element of the matches' columns. A rating's played_at arrives
+# as microseconds since 1970 (exact integers).
+_APPLY_COLUMNS = f"""
+    WITH v AS (
+        SELECT v.mode, v.player_id, v.mu, v.sigma, v.matches, v.win, v.loss, v.draw,
+               TIMESTAMPTZ 'epoch' + v.played_us * INTERVAL '1 microsecond' AS played_at
+        FROM unnest(
+            CAST(%(r_mode)s AS varchar[]), CAST(%(r_player_id)s AS varchar[]), CAST(%(r_mu)s AS float8[]),
+            CAST(%(r_sigma)s AS float8[]), CAST(%(r_matches)s AS int[]), CAST(%(r_win)s AS int[]),
+            CAST(%(r_loss)s AS int[]), CAST(%(r_draw)s AS int[]), CAST(%(r_played_us)s AS int8[])
+        ) AS v(mode, player_id, mu, sigma, matches, win, loss, draw, played_us)
+    ), changed AS ({_UPDATE_RATINGS}
+    ), participants AS ({_PARTICIPANTS}
+        SELECT * FROM unnest(
+            CAST(%(p_match_pk)s AS int8[]), CAST(%(p_player_id)s AS varchar[]), CAST(%(p_mode)s AS varchar[]),
+            CAST(%(p_team)s AS int[]), CAST(%(p_rank)s AS float8[]), CAST(%(p_weight)s AS float8[]),
+            CAST(%(p_coefficient)s AS float8[]), CAST(%(p_mu_before)s AS float8[]),
+            CAST(%(p_sigma_before)s AS float8[]), CAST(%(p_mu_after)s AS float8[]),
+            CAST(%(p_sigma_after)s AS float8[]))
+    )
+    UPDATE matches AS m
+    SET quality = (CAST(%(m_quality)s AS float8[]))[r.n], response = r.response,
+        applied_seq = (CAST(%(m_seq)s AS int8[]))[r.n]
+    FROM jsonb_array_elements(CAST(%(m_responses)s AS jsonb)) WITH ORDINALITY AS r(response, n)
+    WHERE m.id = (CAST(%(m_pk)s AS int8[]))[r.n]
 """
 
 
@@ -252,6 +292,85 @@ async def write(
             "matches": f"[{rows}]",
         },
     )
+
+
+@dataclass(frozen=True, slots=True)
+class RatingColumns:
+    """Each written player's last rating and summed counters, one element per player."""
+
+    mode: Sequence[str]
+    player_id: Sequence[str]
+    mu: Sequence[float]
+    sigma: Sequence[float]
+    matches: Sequence[int]
+    win: Sequence[int]
+    loss: Sequence[int]
+    draw: Sequence[int]
+    played_us: Sequence[int]  # the latest played_at, in microseconds since 1970 UTC
+
+
+@dataclass(frozen=True, slots=True)
+class ParticipantColumns:
+    """The match_players rows, one element per participant."""
+
+    match_pk: Sequence[int]
+    player_id: Sequence[str]
+    mode: Sequence[str]
+    team: Sequence[int]
+    rank: Sequence[float]
+    weight: Sequence[float]
+    coefficient: Sequence[float | None]
+    mu_before: Sequence[float]
+    sigma_before: Sequence[float]
+    mu_after: Sequence[float]
+    sigma_after: Sequence[float]
+
+
+@dataclass(frozen=True, slots=True)
+class MatchColumns:
+    """The rated matches' keys, quality and applied_seq, and their stored responses as one
+    JSON array in the same order."""
+
+    pk: Sequence[int]
+    quality: Sequence[float]
+    seq: Sequence[int]
+    responses: str
+
+
+async def write_columns(
+    conn: AsyncConnection[Any],
+    ratings: RatingColumns,
+    participants: ParticipantColumns,
+    matches: MatchColumns,
+) -> None:
+    """`write` from columns: one statement, no object per row on either side."""
+    params: dict[str, str] = {"m_responses": matches.responses}
+    for prefix, columns in (("r_", ratings), ("p_", participants), ("m_", matches)):
+        for column in fields(columns):
+            if column.name != "responses":
+                params[prefix + column.name] = _array(getattr(columns, column.name))
+    async with conn.pipeline():
+        # A batch touches a few thousand rows by key. Told the arrays' lengths, the planner
+        # hashes the whole ratings and matches tables to join them (a scan of every row per
+        # batch, growing with the tables); by key through the indexes it is a probe per row.
+        # SET LOCAL: only this transaction's last statement follows.
+        await conn.execute("SET LOCAL enable_hashjoin = off")
+        await conn.execute("SET LOCAL enable_mergejoin = off")
+        await conn.execute(_APPLY_COLUMNS, params)
+
+
+def _array(values: Sequence[Any]) -> str:
+    """A PostgreSQL array literal. Floats by repr, the shortest text that reads back to the
+    same double; identifiers (app.ids: no quote, backslash, comma or space) quoted, so that
+    none reads as NULL; None as NULL."""
+    if not values:
+        return "{}"
+    first = values[0]
+    if isinstance(first, str):
+        return '{"' + '","'.join(values) + '"}'
+    if None in values:
+        return "{" + ",".join("NULL" if v is None else repr(v) for v in values) + "}"
+    return "{" + ",".join(map(repr, values)) + "}"
 
 
 def _iso(value: object) -> str:

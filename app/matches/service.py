@@ -115,7 +115,7 @@ def response_json(
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class Prepared:
     """A match that passed the checks that need no ratings."""
 
     match: MatchIn
@@ -134,7 +134,7 @@ class _Prepared:
 
 
 @dataclass(frozen=True, slots=True)
-class _Reference:
+class Reference:
     """What a later post of a match id is compared with: the stored match, or the one an
     earlier item of the same group recorded."""
 
@@ -143,11 +143,11 @@ class _Reference:
     match: MatchOut | None  # None: imported and not rated yet
 
     @staticmethod
-    def of(stored: StoredMatch) -> _Reference:
+    def of(stored: StoredMatch) -> Reference:
         match = None
         if stored.response:
             match = MatchOut.model_validate({**stored.response, "created": False, "void": stored.void})
-        return _Reference(stored.body_hash, stored.played_at, match)
+        return Reference(stored.body_hash, stored.played_at, match)
 
 
 @dataclass(slots=True)
@@ -164,7 +164,7 @@ class _Group:
 ModeLookup = Callable[[str], Awaitable[ModeRules]]
 
 
-async def _prepare(resolve: ModeLookup, match: MatchIn) -> _Prepared:
+async def prepare(resolve: ModeLookup, match: MatchIn) -> Prepared:
     errors = consistency_errors(match)
     if errors:
         raise ValidationFailed(
@@ -174,10 +174,10 @@ async def _prepare(resolve: ModeLookup, match: MatchIn) -> _Prepared:
     rules = await resolve(match.mode)
     coefficients = _coefficients(match, rules.env.team_performance)
     played_at = match.played_at or dt.datetime.now(dt.UTC)
-    return _Prepared(match, rules, coefficients, body_hash(match), played_at, team_ranks(match))
+    return Prepared(match, rules, coefficients, body_hash(match), played_at, team_ranks(match))
 
 
-def _retry(reference: _Reference, prepared: _Prepared) -> Recorded:
+def retry(reference: Reference, prepared: Prepared) -> Recorded:
     """The stored answer when `prepared` is a retry: the same meaning (fingerprint) and, when
     it gives one, the same played_at instant (the stored one may be the server's stamp)."""
     match_id = prepared.match.match_id
@@ -194,7 +194,12 @@ def _retry(reference: _Reference, prepared: _Prepared) -> Recorded:
     return Recorded(reference.match, match_json(reference.match), created=False)
 
 
-def _rate(group: _Group, prepared: _Prepared, pk: int, seq: int) -> Recorded:
+def refusal(reason: str) -> ValidationFailed:
+    """The 422 of a match the engine refuses (a tie in a mode without draws)."""
+    return ValidationFailed(reason, errors=[{"loc": ["body", "teams"], "msg": reason}])
+
+
+def _rate(group: _Group, prepared: Prepared, pk: int, seq: int) -> Recorded:
     """Rate a newly claimed match on the group's current ratings and gather its writes."""
     match, rules = prepared.match, prepared.rules
     mode = rules.name
@@ -208,7 +213,7 @@ def _rate(group: _Group, prepared: _Prepared, pk: int, seq: int) -> Recorded:
     try:
         rated = rate_match(rules.env, teams)
     except RatingInputError as exc:
-        raise ValidationFailed(str(exc), errors=[{"loc": ["body", "teams"], "msg": str(exc)}]) from None
+        raise refusal(str(exc)) from None
     out = rated_match_out(match.match_id, match.mode, prepared.played_at, rated, rules.conservative_k)
     stored = match_json(out)
     given = [p for team in match.teams for p in team.players]
@@ -252,12 +257,12 @@ def _rate(group: _Group, prepared: _Prepared, pk: int, seq: int) -> Recorded:
 
 
 def _outcomes(
-    prepared: Sequence[_Prepared | AppError], claimed: Claimed, excluded: dict[int, AppError]
+    prepared: Sequence[Prepared | AppError], claimed: Claimed, excluded: dict[int, AppError]
 ) -> tuple[list[Outcome], _Group, dict[int, AppError]]:
     """Every match's outcome in the listed order, on the claimed rows; the errors of newly
     claimed matches the engine refused (their claims must be undone)."""
     group = _Group(state={key: Rating(mu, sigma) for key, (mu, sigma) in claimed.ratings.items()})
-    references: dict[str, _Reference] = {}
+    references: dict[str, Reference] = {}
     refused: dict[int, AppError] = {}
     refused_ids: set[str] = set()
     sequence = iter(claimed.sequence)
@@ -276,10 +281,10 @@ def _outcomes(
         try:
             reference = references.get(match_id)
             if reference is not None:
-                outcomes.append(_retry(reference, item))
+                outcomes.append(retry(reference, item))
             elif match_id in claimed.new:
                 recorded = _rate(group, item, claimed.new[match_id], next(sequence))
-                references[match_id] = _Reference(
+                references[match_id] = Reference(
                     item.fingerprint, item.played_at, recorded.match.model_copy(update={"created": False})
                 )
                 outcomes.append(recorded)
@@ -287,8 +292,8 @@ def _outcomes(
                 stored = claimed.taken.get(match_id)
                 if stored is None:  # pragma: no cover - the claim saw it, and matches are never deleted
                     raise Conflict(f"match {match_id!r} is being recorded; retry")
-                references[match_id] = _Reference.of(stored)
-                outcomes.append(_retry(references[match_id], item))
+                references[match_id] = Reference.of(stored)
+                outcomes.append(retry(references[match_id], item))
         except AppError as exc:
             if match_id in claimed.new and match_id not in references:
                 refused[index] = exc
@@ -298,7 +303,7 @@ def _outcomes(
 
 
 async def _apply(
-    conn: AsyncConnection[Any], prepared: Sequence[_Prepared | AppError]
+    conn: AsyncConnection[Any], prepared: Sequence[Prepared | AppError]
 ) -> tuple[list[Outcome], _Group]:
     """Claim, rate and write a group in the caller's transaction. A match the engine refuses
     after its id was claimed undoes the claims and the group is claimed again without it
@@ -308,7 +313,7 @@ async def _apply(
     while True:
         claims: dict[str, Claim] = {}
         for index, item in enumerate(prepared):
-            if isinstance(item, _Prepared) and index not in excluded:
+            if isinstance(item, Prepared) and index not in excluded:
                 claims.setdefault(item.match.match_id, item.claim())
         claimed = await repository.claim(conn, list(claims.values()))
         outcomes, group, refused = _outcomes(prepared, claimed, excluded)
@@ -321,23 +326,32 @@ async def _apply(
     return outcomes, group
 
 
-async def record_group(
-    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
-) -> list[Outcome]:
-    """Record `matches` in one transaction, in the listed order: each one's outcome. Errors of
-    the database propagate (nothing of the group is then applied); metrics count after commit."""
+async def prepare_all(
+    sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
+) -> list[Prepared | AppError]:
+    """Every match checked as far as it can be without ratings (each one's error, or it
+    prepared to claim and rate)."""
     async with sessions() as session:
         # Mode rules come from the per-process cache; the session connects only on a miss.
         async def resolve(name: str) -> ModeRules:
             return await modes.resolve(session, name)
 
-        prepared: list[_Prepared | AppError] = []
+        prepared: list[Prepared | AppError] = []
         for match in matches:
             try:
-                prepared.append(match if isinstance(match, AppError) else await _prepare(resolve, match))
+                prepared.append(match if isinstance(match, AppError) else await prepare(resolve, match))
             except AppError as exc:
                 prepared.append(exc)
-    if not any(isinstance(item, _Prepared) for item in prepared):
+    return prepared
+
+
+async def record_group(
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
+) -> list[Outcome]:
+    """Record `matches` in one transaction, in the listed order: each one's outcome. Errors of
+    the database propagate (nothing of the group is then applied); metrics count after commit."""
+    prepared = await prepare_all(sessions, matches)
+    if not any(isinstance(item, Prepared) for item in prepared):
         return [item for item in prepared if isinstance(item, AppError)]
     async with engine.begin() as connection:
         raw = await connection.get_raw_connection()

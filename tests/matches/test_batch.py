@@ -3,13 +3,18 @@ posts, an envelope 422 applies nothing, and ratings equal posting the same match
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
 import httpx
+import pytest
 
 from app.client import AsyncClient
+from app.rating import Rating, TrueSkill
 from tests.api.test_matches import match
+
+TOLERANCE = 1e-12
 
 
 async def post_batch(
@@ -148,9 +153,15 @@ def random_match(rng: random.Random, match_id: str, mode: str, players: list[str
     return {"match_id": match_id, "mode": mode, "teams": teams}
 
 
+def close(value: float) -> Any:
+    """Equal within 1e-12: a batch rates its two-team matches by the NumPy closed form
+    (app/rating/levels.py), which rounds differently from the single post's factor graph."""
+    return pytest.approx(value, rel=TOLERANCE, abs=TOLERANCE)
+
+
 async def test_batches_interleaved_with_single_posts_rate_as_singles_do(api: AsyncClient, mode: str) -> None:
     """The same matches, in one mode through batches and single posts interleaved, and in
-    another mode one post at a time: every rating equal to the bit."""
+    another mode one post at a time: every rating equal within 1e-12."""
     singly = f"{mode}-s"
     await api.put_mode(singly)
     rng = random.Random(23)
@@ -176,21 +187,87 @@ async def test_batches_interleaved_with_single_posts_rate_as_singles_do(api: Asy
     for body in bodies:
         alone = await api.post_match({**body, "match_id": body["match_id"] + "-s", "mode": singly})
         got = mixed[body["match_id"]]
-        assert got.quality == alone.quality
-        assert [(p.player_id, p.before, p.after) for p in got.players] == [
-            (p.player_id, p.before, p.after) for p in alone.players
-        ]
+        assert got.quality == close(alone.quality)
+        assert [p.player_id for p in got.players] == [p.player_id for p in alone.players]
+        for ours, theirs in zip(got.players, alone.players, strict=True):
+            for side in ("before", "after"):
+                a, b = getattr(ours, side), getattr(theirs, side)
+                assert (a.mu, a.sigma, a.conservative) == (
+                    close(b.mu),
+                    close(b.sigma),
+                    close(b.conservative),
+                )
     for player in players:
         ratings = {r.mode: r for r in (await api.get_player(player)).ratings}
-        assert (ratings[mode].rating, ratings[mode].matches, ratings[mode].wins, ratings[mode].draws) == (
-            ratings[singly].rating,
-            ratings[singly].matches,
-            ratings[singly].wins,
-            ratings[singly].draws,
-        )
+        ours, theirs = ratings[mode], ratings[singly]
+        assert (ours.rating.mu, ours.rating.sigma) == (close(theirs.rating.mu), close(theirs.rating.sigma))
+        assert (ours.matches, ours.wins, ours.draws) == (theirs.matches, theirs.wins, theirs.draws)
     # Leaderboard counts exact after the batches: every player ranked, rank = 1 + those ahead.
     board = (await api.get_leaderboard(mode, limit=100)).entries
     assert sorted(e.player_id for e in board) == sorted(players)
     for index, entry in enumerate(board):
         standing = await api.get_leaderboard_standing(mode, entry.player_id, around=0)
         assert (standing.rank, standing.total) == (index + 1, len(players))
+
+
+async def test_a_batch_of_chained_players_equals_rating_one_at_a_time(api: AsyncClient, mode: str) -> None:
+    """Matches that share players see each other's results in list order: 300 matches over 6
+    players (chains hundreds of levels deep) in one batch, in two modes interleaved (one the
+    NumPy path covers, one with a tie model it does not), equal the core rating them one at a
+    time within 1e-12, and each player's before is their previous match's after, to the bit."""
+    other = f"{mode}-tie-layer"
+    await api.put_mode(other, tie_model="tie-layer")
+    envs = {mode: TrueSkill(), other: TrueSkill(tie_model="tie-layer")}
+    rng = random.Random(7)
+    players = [f"{mode}-c{i}" for i in range(6)]
+    bodies = []
+    for n in range(300):
+        size = rng.choice([1, 2])
+        chosen = rng.sample(players, 2 * size)
+        partial = rng.random() < 0.1  # partial play goes through the scalar path, in its level
+        teams: list[dict[str, Any]] = [
+            {"players": [{"id": p, "weight": 0.5 if partial and i == 0 else 1.0} for i, p in enumerate(team)]}
+            for team in (chosen[:size], chosen[size:])
+        ]
+        outcome = rng.choice([(1, 2), (2, 1), (1, 1)])
+        for team, rank in zip(teams, outcome, strict=True):
+            team["rank"] = rank
+        played = mode if rng.random() < 0.75 else other
+        bodies.append({"match_id": f"{mode}-chain{n}", "mode": played, "teams": teams})
+    batch = await api.post_matches_batch(bodies)
+    assert [r.status for r in batch.results] == [201] * len(bodies)
+    current = {(m, p): Rating(envs[m].mu, envs[m].sigma) for m in envs for p in players}
+    last_after: dict[tuple[str, str], Any] = {}
+    for body, result in zip(bodies, batch.results, strict=True):
+        assert result.match is not None
+        env, played = envs[body["mode"]], body["mode"]
+        teams_ids = [[p["id"] for p in t["players"]] for t in body["teams"]]
+        weights = [[p["weight"] for p in t["players"]] for t in body["teams"]]
+        ranks = [t["rank"] for t in body["teams"]]
+        groups = [[current[played, p] for p in team] for team in teams_ids]
+        quality = env.quality(groups, weights)
+        rated = env.rate(groups, ranks, weights)
+        assert result.match.quality == close(quality)
+        expected = [
+            (p, r)
+            for team, after in zip(teams_ids, rated, strict=True)
+            for p, r in zip(team, after, strict=True)
+        ]
+        assert [p.player_id for p in result.match.players] == [p for p, _ in expected]
+        for got, (player, rating) in zip(result.match.players, expected, strict=True):
+            assert (got.after.mu, got.after.sigma) == (close(rating.mu), close(rating.sigma))
+            if (played, player) in last_after:
+                assert got.before == last_after[played, player]
+            last_after[played, player] = got.after
+            # The next match starts from what this batch answered (as the stored row holds).
+            current[played, player] = Rating(got.after.mu, got.after.sigma)
+    for player in players:
+        stored = {r.mode: r for r in (await api.get_player(player)).ratings}
+        for played in envs:
+            after = last_after[played, player]
+            assert (stored[played].rating.mu, stored[played].rating.sigma) == (after.mu, after.sigma)
+        history = (await api.player_matches(player, mode=mode, limit=100)).matches
+        assert len(history) > 50
+        # Newest first, each before the next older after: the batch's order.
+        for newer, older in itertools.pairwise(history):
+            assert newer.before == older.after
