@@ -48,31 +48,8 @@ from tests.pgbouncer import PgBouncer
 
 PLAYERS = 100_000
 
-WRK_SCRIPT = r"""
-local counter = 0
--- Unique per wrk run (%(run)s) and thread (setup numbers them): ids are never reposted.
-local made = 0
-function setup(thread) made = made + 1; thread:set("tid", made) end
-local function prefix() return "%(run)s-" .. tostring(tid) end
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer %(key)s"
-request = function()
-  counter = counter + 1
-  local picked, ids = {}, {}
-  while #ids < 4 do
-    local p = math.random(1, %(players)d)
-    if not picked[p] then picked[p] = true; ids[#ids + 1] = "b" .. p end
-  end
-  local body = string.format(
-    '{"match_id":"w%%s-%%d","teams":[{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":1},' ..
-    '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix(), counter, ids[1], ids[2], ids[3], ids[4])
-  return wrk.format(nil, "/v1/matches", nil, body)
-end
-"""
-
-# N new 2v2 matches per request, as one POST /v1/matches/batch.
-WRK_BATCH_SCRIPT = r"""
+# A new 2v2 match among PLAYERS random players per call of one(), as a JSON body.
+_WRK_MATCH = r"""
 local counter = 0
 -- Unique per wrk run (%(run)s) and thread (setup numbers them): ids are never reposted.
 local made = 0
@@ -92,12 +69,27 @@ local function one()
     '{"match_id":"w%%s-%%d","teams":[{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":1},' ..
     '{"players":[{"id":"%%s"},{"id":"%%s"}],"rank":2}]}', prefix(), counter, ids[1], ids[2], ids[3], ids[4])
 end
+"""
+
+# One new match per request, as POST /v1/matches.
+WRK_SCRIPT = (
+    _WRK_MATCH
+    + r"""
+request = function() return wrk.format(nil, "/v1/matches", nil, one()) end
+"""
+)
+
+# N new 2v2 matches per request, as one POST /v1/matches/batch.
+WRK_BATCH_SCRIPT = (
+    _WRK_MATCH
+    + r"""
 request = function()
   local items = {}
   for i = 1, %(batch)d do items[i] = one() end
   return wrk.format(nil, "/v1/matches/batch", nil, '{"matches":[' .. table.concat(items, ",") .. ']}')
 end
 """
+)
 
 PGBENCH_SCRIPT = """
 \\set a random(1, %(players)d)

@@ -17,6 +17,10 @@ from app.matches.schemas import BatchIn, BatchOut, MatchIn, MatchOut, batch_json
 router = APIRouter(prefix="/v1/matches", tags=["matches"])
 
 JSON = "application/json"
+# Reading or voiding an imported match before its replay has rated it.
+NOT_RATED_YET: dict[int | str, dict[str, Any]] = {
+    409: {"description": "Imported and not rated yet (a replay job rates it)"}
+}
 
 
 @router.post(
@@ -84,7 +88,7 @@ def _result(raw: Any, outcome: batch.BatchOutcome, path: str) -> dict[str, Any]:
     "/{match_id}",
     operation_id="get_match",
     response_model=MatchOut,
-    responses={409: {"description": "Imported and not rated yet (a replay job rates it)"}},
+    responses=NOT_RATED_YET,
 )
 async def get_match(match_id: Identifier, session: SessionDep, _: ReadKey) -> Response:
     """The stored result of a match."""
@@ -95,7 +99,7 @@ async def get_match(match_id: Identifier, session: SessionDep, _: ReadKey) -> Re
     "/{match_id}/void",
     operation_id="void_match",
     response_model=MatchOut,
-    responses={409: {"description": "Imported and not rated yet (a replay job rates it)"}},
+    responses=NOT_RATED_YET,
 )
 async def void_match(match_id: Identifier, session: SessionDep, _: AdminKey) -> Response:
     """Mark a match void. Ratings are corrected by the next replay job."""

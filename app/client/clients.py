@@ -10,7 +10,7 @@ import httpx
 
 from app.client.calls import Call, SendsLater, SendsNow
 from app.client.operations import Operations
-from app.client.retry import RetryPolicy
+from app.client.retry import Retries, RetryPolicy
 
 T = TypeVar("T")
 
@@ -21,6 +21,32 @@ def _http_options(base_url: str, api_key: str, timeout: float) -> dict[str, Any]
         "headers": {"Authorization": f"Bearer {api_key}", "User-Agent": "skillservice-client/2"},
         "timeout": timeout,
     }
+
+
+def _request(retries: Retries, call: Call[Any]) -> dict[str, Any]:
+    """httpx's request arguments for the next send of `call`, counted in `retries`."""
+    retries.sent += 1
+    return {
+        "method": call.method,
+        "url": call.url,
+        "params": call.query,
+        "json": call.request.json,
+        "timeout": call.timeout,
+    }
+
+
+def _settle(
+    retries: Retries, call: Call[Any], outcome: httpx.Response | httpx.TransportError
+) -> httpx.Response | float:
+    """What a send's `outcome` leads to: the response when it is the answer, else the seconds
+    to wait before sending again; an error that is not retried is raised. The one decision both
+    clients take, so that they only differ in how they send and sleep."""
+    wait = retries.wait_before_next(call.repeatable, outcome)
+    if wait is not None:
+        return wait
+    if isinstance(outcome, httpx.TransportError):
+        raise outcome
+    return outcome
 
 
 class Client(Operations, SendsNow):
@@ -41,20 +67,14 @@ class Client(Operations, SendsNow):
     def _send(self, call: Call[T]) -> T:
         retries = self.retry.start()
         while True:
-            retries.sent += 1
             try:
-                response = self._http.request(
-                    call.method, call.url, params=call.query, json=call.request.json, timeout=call.timeout
-                )
+                outcome: httpx.Response | httpx.TransportError = self._http.request(**_request(retries, call))
             except httpx.TransportError as error:
-                wait = retries.wait_before_next(call.repeatable, error)
-                if wait is None:
-                    raise
-            else:
-                wait = retries.wait_before_next(call.repeatable, response)
-                if wait is None:
-                    return call.answer(response)
-            time.sleep(wait)
+                outcome = error
+            settled = _settle(retries, call, outcome)
+            if isinstance(settled, httpx.Response):
+                return call.answer(settled)
+            time.sleep(settled)
 
     def close(self) -> None:
         self._http.close()
@@ -84,20 +104,16 @@ class AsyncClient(Operations, SendsLater):
     async def _send(self, call: Call[T]) -> T:
         retries = self.retry.start()
         while True:
-            retries.sent += 1
             try:
-                response = await self._http.request(
-                    call.method, call.url, params=call.query, json=call.request.json, timeout=call.timeout
+                outcome: httpx.Response | httpx.TransportError = await self._http.request(
+                    **_request(retries, call)
                 )
             except httpx.TransportError as error:
-                wait = retries.wait_before_next(call.repeatable, error)
-                if wait is None:
-                    raise
-            else:
-                wait = retries.wait_before_next(call.repeatable, response)
-                if wait is None:
-                    return call.answer(response)
-            await asyncio.sleep(wait)
+                outcome = error
+            settled = _settle(retries, call, outcome)
+            if isinstance(settled, httpx.Response):
+                return call.answer(settled)
+            await asyncio.sleep(settled)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from app.evaluation import chgk, histories, predictive, synthetic
 from app.evaluation.datasets import ENVIRONMENT, NOT_SHIPPED, DatasetMissing, named, root
-from app.evaluation.tournaments import Parameters, Tournament, compare, table
+from app.evaluation.tournaments import Tournament, TournamentParameters, compare, table
 from app.rating.history.tuning import fit_hyperparameters
 
 SOURCES = ("chgk-ec", "chgk-rating", "synthetic")
@@ -51,7 +51,7 @@ def add_tournaments_parser(commands: argparse._SubParsersAction) -> None:  # typ
         help="default: all three, chgk-rating only when a datasets directory is named",
     )
     add_datasets_argument(parser)
-    parser.add_argument("--draw-probability", type=float, default=Parameters().draw_probability)
+    parser.add_argument("--draw-probability", type=float, default=TournamentParameters().draw_probability)
     parser.add_argument("--synthetic-tournaments", type=int, default=400)
     parser.add_argument("--synthetic-max-teams", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
@@ -71,7 +71,7 @@ def run_tournaments(args: argparse.Namespace) -> None:
     sources = args.source or default_sources(SOURCES, args.datasets)
     # Every dataset is found before any work, so a missing one stops the command at once.
     roots = {s: None if s == "synthetic" else root(s, args.datasets) for s in sources}
-    parameters = Parameters(draw_probability=args.draw_probability)
+    parameters = TournamentParameters(draw_probability=args.draw_probability)
     print(
         f"mu={parameters.mu:g} sigma={parameters.sigma:g} beta={parameters.beta:g} tau={parameters.tau:g} "
         f"draw_probability={parameters.draw_probability:g}\n"

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from app.evaluation.histories import MatchHistory
 from app.rating import normal
 from app.rating.history import Gaussian, History
-from app.rating.history.game import draw_margin
 from app.rating.history.tuning import Trial, fit_hyperparameters
 
 ELO_ALPHA = 0.07
@@ -125,7 +124,7 @@ def elo(data: MatchHistory, settings: Parameters, test_from: int, schedule: Sequ
     beta = settings.beta
     k = settings.elo_alpha * beta * math.sqrt(math.pi)
     scale = math.sqrt(2.0) * beta
-    margin = draw_margin(settings.p_draw, scale)
+    margin = normal.draw_margin(settings.p_draw, scale)
     predicted: list[float] = []
     for number, day in enumerate(schedule):
         if number >= test_from:
@@ -171,7 +170,7 @@ def _predict_day(
     out: list[float] = []
     now = data.times[day.start]
     beta2 = 2.0 * settings.beta * settings.beta
-    margin = draw_margin(settings.p_draw, math.sqrt(beta2))
+    margin = normal.draw_margin(settings.p_draw, math.sqrt(beta2))
     for g in day:
         a, b = _two_players(data.composition[g])
         sa = history.prior(a, now) if history is not None else Gaussian(settings.mu, settings.sigma)

@@ -45,7 +45,7 @@ WINDOWS = (300, 150, 50)
 
 
 @dataclass(frozen=True, slots=True)
-class Parameters:
+class TournamentParameters:
     """The paper's scale: players start at N(3000, 1000²) with beta = 400 (seed 002 §4)."""
 
     mu: float = 3000.0
@@ -118,7 +118,7 @@ def replay(tournaments: Iterable[Tournament], env: TrueSkill, label: str) -> Res
     return Result(label, shares, elapsed)
 
 
-def compare(tournaments: Sequence[Tournament], parameters: Parameters) -> list[Result]:
+def compare(tournaments: Sequence[Tournament], parameters: TournamentParameters) -> list[Result]:
     return [replay(tournaments, parameters.environment(v), v.label) for v in VARIANTS]
 
 

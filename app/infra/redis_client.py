@@ -15,7 +15,7 @@ more internals than the packing saves.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from redis import Redis as SyncRedis
 from redis import RedisCluster as SyncRedisCluster
@@ -24,7 +24,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.cluster import ClusterNode as SyncClusterNode
 from redis.exceptions import RedisClusterException, RedisError
 
-from app.config import Settings, cluster_url
+from app.config import ClusterUrl, Settings, cluster_url
 from app.infra.redis_packing import pack_with_hiredis
 
 # What the queue, long-polls and metrics take: either client answers the same commands.
@@ -60,53 +60,43 @@ def closed_under_command(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) or last_redis.tb_next is None
 
 
+def _options(timeout: float, cluster: ClusterUrl | None) -> dict[str, Any]:
+    """The connection options every client here shares, the service's and the CLI's ping."""
+    options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    if cluster is not None:
+        options.update(
+            ssl=cluster.tls,
+            username=cluster.username,
+            password=cluster.password,
+            # With cluster-require-full-coverage no (README), the slots of a master that is down
+            # fail alone: the client must not refuse the whole cluster for them.
+            require_full_coverage=False,
+        )
+    return options
+
+
 def build_redis(settings: Settings, url: str) -> RedisClient:
     """The service's client for `url`."""
-    timeout = settings.redis_timeout_s
     cluster = cluster_url(url)
+    options = _options(settings.redis_timeout_s, cluster)
     if cluster is None:
-        return pack_with_hiredis(
-            Redis.from_url(
-                url, socket_timeout=timeout, socket_connect_timeout=timeout, health_check_interval=30
-            )
-        )
-    return RedisCluster(
-        startup_nodes=[ClusterNode(host, port) for host, port in cluster.seeds],
-        ssl=cluster.tls,
-        username=cluster.username,
-        password=cluster.password,
-        # With cluster-require-full-coverage no (README), the slots of a master that is down
-        # fail alone: the client must not refuse the whole cluster for them.
-        require_full_coverage=False,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        health_check_interval=30,
-    )
+        return pack_with_hiredis(Redis.from_url(url, health_check_interval=30, **options))
+    nodes = [ClusterNode(host, port) for host, port in cluster.seeds]
+    return RedisCluster(startup_nodes=nodes, health_check_interval=30, **options)
 
 
 def ping(url: str, timeout: float) -> None:
     """PING the server (or one node of the cluster) with a blocking client; raises RedisError
     or OSError when it does not answer (the CLI's wait for Redis at start)."""
     cluster = cluster_url(url)
+    options = _options(timeout, cluster)
     if cluster is None:
-        with SyncRedis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout) as client:
+        with SyncRedis.from_url(url, **options) as client:
             client.ping()
         return
     nodes = [SyncClusterNode(host, port) for host, port in cluster.seeds]  # type: ignore[no-untyped-call]
-    client = SyncRedisCluster(
-        startup_nodes=nodes,
-        ssl=cluster.tls,
-        username=cluster.username,
-        password=cluster.password,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        require_full_coverage=False,
-    )
+    client = SyncRedisCluster(startup_nodes=nodes, **options)
     try:
         client.ping(target_nodes=SyncRedisCluster.RANDOM)
     finally:
         client.close()
-
-
-def is_cluster(redis: RedisClient) -> bool:
-    return isinstance(redis, RedisCluster)

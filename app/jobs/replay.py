@@ -6,7 +6,7 @@ app/rating/levels.py's: the matches cut into levels (a match's level is one past
 of its players' previous matches), two-team levels through the NumPy batch path, every other
 match through `rate_match` on its own; POST /v1/matches/batch rates a batch the same way.
 
-The whole history is held as flat arrays (`History`): one row per match, one per
+The whole history is held as flat arrays (`ReplayMatches`): one row per match, one per
 participant, players by index; nothing holds a Python object per match until the stored
 responses are written.
 """
@@ -34,7 +34,7 @@ NEVER = np.iinfo(np.int64).min  # last_played of a player without a rated match
 
 
 @dataclass(slots=True)
-class History:
+class ReplayMatches:
     """Matches in replay order. Match i's participants are entries start[i]:start[i+1],
     team by team; `player` indexes `names`; a missing coefficient is NaN."""
 
@@ -114,7 +114,7 @@ class Rated:
 
 def rate(
     env: TrueSkill,
-    history: History,
+    history: ReplayMatches,
     state: State,
     seeds: dict[str, tuple[float, float]],
     progress: Callable[[float], None] = lambda _: None,
@@ -135,7 +135,7 @@ def rate(
 
 
 def _count(
-    history: History, player: Index, rated: Mask, wins: Index, losses: Index, draws: Index, state: State
+    history: ReplayMatches, player: Index, rated: Mask, wins: Index, losses: Index, draws: Index, state: State
 ) -> None:
     match_of = np.repeat(np.arange(history.matches, dtype=np.int64), np.diff(history.start))
     counted = rated[match_of]
@@ -152,7 +152,7 @@ def instant(us: int) -> dt.datetime:
     return EPOCH + dt.timedelta(microseconds=us)
 
 
-def responses(mode: str, k: float, history: History, rated: Rated) -> list[tuple[int, float, str]]:
+def responses(mode: str, k: float, history: ReplayMatches, rated: Rated) -> list[tuple[int, float, str]]:
     """(match pk, quality, stored response) of every rated match, in replay order."""
     names, player, team = history.names, history.player.tolist(), history.team.tolist()
     b_mu, b_sigma = rated.before_mu.tolist(), rated.before_sigma.tolist()

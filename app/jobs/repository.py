@@ -191,7 +191,7 @@ async def history(
     only: Sequence[int] | None = None,
     order: str = REPLAY_ORDER,
     exclude: Collection[int] = (),
-) -> replay.History:
+) -> replay.ReplayMatches:
     """The mode's non-void matches (or just `only`; never those in `exclude`, an ended season's)
     as arrays, in `order`: numbered in SQL, moved by COPY, the numbers as binary columns."""
     conn = await driver(session)
@@ -237,7 +237,7 @@ async def history(
     by_entry = np.lexsort((columns[2], columns[1], columns[0]))
     ords, team, player, rank, weight, coefficient = (column[by_entry] for column in columns)
     start = np.searchsorted(ords, np.arange(len(pks) + 1)).astype(np.int64)
-    return replay.History(
+    return replay.ReplayMatches(
         pks, match_ids, us, start, player, team.astype(np.int64), rank, weight, coefficient, names
     )
 
@@ -276,7 +276,9 @@ async def _staging(conn: psycopg.AsyncConnection[Any]) -> None:
     )
 
 
-async def stage_participants(session: AsyncSession, history: replay.History, rated: replay.Rated) -> None:
+async def stage_participants(
+    session: AsyncSession, history: replay.ReplayMatches, rated: replay.Rated
+) -> None:
     """COPY the rated matches' participants (players by replay index) into a temporary table."""
     conn = await driver(session)
     await _staging(conn)

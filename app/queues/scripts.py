@@ -305,14 +305,13 @@ return claimed
 """
 )
 
+# What a script that takes waiting tickets out of the pool (cancel, expiry) runs on.
+_LEAVING = _CHUNKED + _FINISH + _PARSE + _RELEASE + _PUBLISH
+
 # KEYS: pool, holders, the ticket's done hash. ARGV: the ticket's id, seconds to keep its status.
 # Returns -1 unknown, 1 cancelled (or already finished), 2 already matched.
 CANCEL = (
-    _CHUNKED
-    + _FINISH
-    + _PARSE
-    + _RELEASE
-    + _PUBLISH
+    _LEAVING
     + """
 local pool, holders, done, id = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local value = redis.call('HGET', pool, id)
@@ -337,11 +336,7 @@ return 1
 # its id and the number of its done hash in KEYS. Each ticket still waiting past its own
 # expiry leaves the pool and reads as expired. Returns how many did.
 EXPIRE = (
-    _CHUNKED
-    + _FINISH
-    + _PARSE
-    + _RELEASE
-    + _PUBLISH
+    _LEAVING
     + """
 local pool, holders = KEYS[1], KEYS[2]
 local now, kept = tonumber(ARGV[1]), ARGV[2]

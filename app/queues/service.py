@@ -30,7 +30,7 @@ from app.queues.schemas import (
     TicketOutcome,
     to_json,
 )
-from app.queues.store import Claim, NewTicket, QueueStore, TicketState, new_ids
+from app.queues.store import NewTicket, ProposalClaim, QueueStore, TicketState, new_ids
 from app.queues.watch import TicketWatch
 
 
@@ -209,11 +209,15 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
         max_matches,
         rules.latency,
     )
-    claims = [Claim(match.teams, match.quality, match.longest_wait, match.region) for match in matches]
+    claims = [
+        ProposalClaim(match.teams, match.quality, match.longest_wait, match.region) for match in matches
+    ]
     claimed_at = time.time()
     proposals: dict[str, ProposalOut] = {}
 
-    def render(proposal_id: str, claim: Claim, ticket_ids: list[str], teams: list[list[str]]) -> bytes:
+    def render(
+        proposal_id: str, claim: ProposalClaim, ticket_ids: list[str], teams: list[list[str]]
+    ) -> bytes:
         proposal = proposals[proposal_id] = ProposalOut.model_construct(
             proposal_id=proposal_id,
             teams=teams,

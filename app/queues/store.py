@@ -126,13 +126,13 @@ class TicketState:
 
 
 # Writes a proposal's JSON from its id, what was claimed, its ticket ids and its teams' players.
-Render = Callable[[str, "Claim", list[str], list[list[str]]], bytes]
+Render = Callable[[str, "ProposalClaim", list[str], list[list[str]]], bytes]
 
 # What requeueing a proposal did to each of its tickets (the REQUEUE script's codes).
 REQUEUED = {0: "cancelled", 1: "queued", 2: "cancelled", 3: "expired"}
 
 
-class Claim(NamedTuple):
+class ProposalClaim(NamedTuple):
     """A proposal to claim: its teams as rows of the pool read (Waiting.pool)."""
 
     teams: Sequence[Sequence[int]]
@@ -284,7 +284,7 @@ class QueueStore:
         return Waiting(pool, live_values, headers[:, HeaderField.EXPIRES_AT].tolist())
 
     async def claim(
-        self, waiting: Waiting, claims: Sequence[Claim], now: float, ttl: float, render: Render
+        self, waiting: Waiting, claims: Sequence[ProposalClaim], now: float, ttl: float, render: Render
     ) -> list[tuple[int, str]]:
         """Claim each proposal whose tickets all still wait, unexpired, with equal attributes:
         the index and the id of each claimed. `render` writes a proposal's JSON, which is kept

@@ -86,8 +86,7 @@ def calc_draw_margin(draw_probability: float, size: int, env: TrueSkill | None =
     """The draw margin of a draw probability between two teams of `size` players in all
     (seed 000 §4.1): Φ⁻¹((p + 1)/2)·sqrt(size)·beta."""
     env = env or global_env()
-    # half_width is Φ⁻¹((p + 1)/2) computed from the lower tail, exact for p up to 1.
-    return normal.half_width(draw_probability) * math.sqrt(size) * env.beta
+    return normal.draw_margin(draw_probability, math.sqrt(size) * env.beta)
 
 
 # The package's deprecated functions, warning as there.

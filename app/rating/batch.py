@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.rating.errors import TIE_WITHOUT_DRAWS, RatingInputError
+from app.rating.normal import draw_margin
 from app.rating.truncation import draw_array, win_array
 
 Array = npt.NDArray[np.float64]
@@ -36,7 +37,7 @@ def rate_two_team_batch(
     drawn: npt.NDArray[np.bool_] | None,
     beta: float,
     tau: float,
-    draw_z: float,
+    draw_probability: float,
 ) -> tuple[Array, Array, Array, Array]:
     """New (winner mu, winner sigma, loser mu, loser sigma), arrays of shape (matches, team size).
 
@@ -64,7 +65,7 @@ def rate_two_team_batch(
     mean = team_sums(wm) - team_sums(lm)
     var = team_sums(wv + beta2) + team_sums(lv + beta2)
     c = np.sqrt(var)
-    margin = draw_z * math.sqrt(wm.shape[1] + lm.shape[1]) * beta
+    margin = draw_margin(draw_probability, math.sqrt(wm.shape[1] + lm.shape[1]) * beta)
     if drawn is None or not np.any(drawn):
         v, w, rest = win_array((mean - margin) / c)
     else:

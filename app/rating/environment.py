@@ -21,7 +21,6 @@ from app.rating.inference import (
     chain,
     chain_order,
     chain_ties,
-    draw_margin_by_players,
     push_to_players,
     team_performances,
     team_updates,
@@ -123,9 +122,10 @@ class TrueSkill:
         if callable(draw_probability):
             self.draw_probability: DrawProbability = draw_probability
             self._dynamic: Callable[[Rating, Rating, TrueSkill], float] | None = draw_probability
+            self._fixed_probability = math.nan
             self.draw_z = math.nan
         else:
-            self.draw_probability = _probability(draw_probability)
+            self.draw_probability = self._fixed_probability = _probability(draw_probability)
             self._dynamic = None
             # Φ⁻¹((p + 1)/2) of seed 000 §4.1, fixed per environment.
             self.draw_z = normal.half_width(self.draw_probability)
@@ -262,17 +262,18 @@ class TrueSkill:
         the two team performances N(m_k, V_k), as the package asks it.
         """
         if noise is not None:
-            return self.draw_z * math.sqrt(noise[a] + noise[b])
+            return normal.draw_margin(self._fixed_probability, math.sqrt(noise[a] + noise[b]))
         players = len(ratings[a]) + len(ratings[b])
         if self._dynamic is not None:
             sqrt = math.sqrt
             p = self._dynamic(
                 Rating(means[a], sqrt(variances[a])), Rating(means[b], sqrt(variances[b])), self
             )
-            return draw_margin_by_players(normal.half_width(_probability(p)), players, self.beta)
+            return normal.draw_margin(_probability(p), math.sqrt(players) * self.beta)
         margin = self._margins.get(players)
         if margin is None:
-            margin = self._margins[players] = draw_margin_by_players(self.draw_z, players, self.beta)
+            margin = normal.draw_margin(self._fixed_probability, math.sqrt(players) * self.beta)
+            self._margins[players] = margin
         return margin
 
     def _noise(self, alphas: list[list[float]]) -> list[float] | None:
@@ -395,7 +396,14 @@ class TrueSkill:
                 "batch rating supports TrueSkill's own model (sum, chain, fixed draws) only"
             )
         return rate_two_team_batch(
-            winner_mu, winner_sigma, loser_mu, loser_sigma, drawn, self.beta, self.tau, self.draw_z
+            winner_mu,
+            winner_sigma,
+            loser_mu,
+            loser_sigma,
+            drawn,
+            self.beta,
+            self.tau,
+            self._fixed_probability,
         )
 
     # The package's deprecated spellings, warning as there.

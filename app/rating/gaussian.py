@@ -1,7 +1,10 @@
-"""A Gaussian in natural parameters, the message type of TrueSkill's factor graph.
+"""A Gaussian in natural parameters: the `trueskill` package's public Gaussian.
 
 Seed 000 §3 passes messages as (pi, tau) = (1/sigma², mu/sigma²): multiplying and
-dividing Gaussians is then adding and subtracting parameters.
+dividing Gaussians is then adding and subtracting parameters. The engine (`inference`,
+`tie_layer`) passes them as plain floats in these same parameters; this class is the edge,
+with the package's operators (`-` is its convergence distance, not a difference of random
+variables): what TrueSkill.performance_posteriors hands out, what Rating(gaussian) takes in.
 """
 
 from __future__ import annotations

@@ -52,11 +52,6 @@ TOLERANCE = 1e-9
 MAX_SWEEPS = 200
 
 
-def draw_margin_by_players(draw_z: float, players: int, beta: float) -> float:
-    """Seed 000 §4.1: eps = Φ⁻¹((p + 1)/2)·sqrt(n1 + n2)·beta for the two compared teams."""
-    return draw_z * math.sqrt(players) * beta
-
-
 def team_performances(
     ratings: list[list[Rating]], weights: list[list[float]], beta2: float, tau2: float
 ) -> tuple[list[float], list[float]]:

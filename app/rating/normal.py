@@ -50,6 +50,15 @@ def half_width(p: float) -> float:
     return -ppf((1.0 - p) / 2.0)
 
 
+def draw_margin(p_draw: float, sd: float) -> float:
+    """The draw margin eps with P(|d| <= eps) = p_draw for two equal teams, d ~ N(0, sd²)
+    (seed 000 §4.1): Φ⁻¹((p_draw + 1)/2)·sd. sd is the performance noise of the two compared
+    teams: sqrt(n1 + n2)·beta in TrueSkill, sqrt(Σ beta²) over both teams in seed 001.
+    The one home of the formula: TrueSkill's environment, its batch path, `calc_draw_margin`
+    and the TrueSkill Through Time history all call it."""
+    return 0.0 if p_draw == 0.0 else half_width(p_draw) * sd
+
+
 def laplace_fractions(z: float) -> tuple[float, float]:
     """Return (K1, K2) of Laplace's continued fraction for z >= CONTINUED_FRACTION_FROM.
 

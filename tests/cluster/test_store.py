@@ -9,7 +9,7 @@ import time
 
 from app.config import Settings
 from app.infra.redis_client import build_redis
-from app.queues.store import Claim, NewTicket, QueueStore, new_ids
+from app.queues.store import NewTicket, ProposalClaim, QueueStore, new_ids
 from app.queues.watch import TicketWatch
 from tests.queues.helpers import render
 from tests.redis_cluster import Cluster
@@ -45,7 +45,7 @@ async def test_every_queue_script_runs_on_its_modes_slot_and_events_reach_a_subs
             )
             with watch.watching(tickets[0].ticket_id) as woken:
                 claimed = await store.claim(
-                    waiting, [Claim([[first], [second]], 0.5, 0.0)], now, 60.0, render
+                    waiting, [ProposalClaim([[first], [second]], 0.5, 0.0)], now, 60.0, render
                 )
                 assert [index for index, _ in claimed] == [0]
                 state = await asyncio.wait_for(woken, 10.0)

@@ -9,7 +9,7 @@ import pytest
 
 from app.cli import main
 from app.evaluation import chgk, synthetic
-from app.evaluation.tournaments import Parameters, compare, wrong_pair_share
+from app.evaluation.tournaments import TournamentParameters, compare, wrong_pair_share
 from tests.conftest import DATASETS
 
 CHGK = DATASETS / "chgk"
@@ -76,7 +76,7 @@ def test_the_tie_layer_gets_fewer_pairs_wrong_when_ties_are_common() -> None:
     """Seed 002's finding on data whose skills are known: both tie-layer variants beat
     TrueSkill's chain with the same team function."""
     tournaments = synthetic.tournaments(40, players=1500, min_teams=100, max_teams=200, seed=5)
-    results = {r.label.split("(")[-1].rstrip(")"): r for r in compare(tournaments, Parameters())}
+    results = {r.label.split("(")[-1].rstrip(")"): r for r in compare(tournaments, TournamentParameters())}
     last = {name: r.mean_of_last(20) for name, r in results.items()}
     assert last["TS2a"] < last["TSa"]  # type: ignore[operator]
     assert last["TS2b"] < last["TSb"]  # type: ignore[operator]

@@ -18,10 +18,10 @@ import pytest
 
 from app.infra.embedded import OWNER_FILE, server_pids
 from tests.conftest import ADMIN_KEY
-from tests.reliability.process import free_port
+from tests.reliability.process import ADMIN, free_port
+from tests.reliability.process import serve as serve_ready
 
 pytestmark = pytest.mark.reliability
-ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
 
 def environment(data_dir: Path, port: int, **settings: str) -> dict[str, str]:
@@ -39,19 +39,7 @@ def environment(data_dir: Path, port: int, **settings: str) -> dict[str, str]:
 
 
 def serve(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen([sys.executable, "-m", "app", "serve"], env=env)
-    base = f"http://127.0.0.1:{env['PORT']}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError("serve did not become ready")
-        time.sleep(0.2)
+    return serve_ready(env, f"http://127.0.0.1:{env['PORT']}/readyz", 120)
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

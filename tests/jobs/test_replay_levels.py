@@ -16,7 +16,7 @@ from app.rating.match import MatchTeams, rate_match
 TOLERANCE = 1e-12
 
 
-def make_history(rng: random.Random, count: int, players: int, weighted: bool) -> replay.History:
+def make_history(rng: random.Random, count: int, players: int, weighted: bool) -> replay.ReplayMatches:
     """Random matches as the replay reads them: 1v1, 2v2, 1v2 and three-team matches, ties,
     partial play and (for a weighted mode) coefficients; entries team by team, players by id."""
     names = sorted(f"p{i:03d}" for i in range(players))
@@ -36,7 +36,7 @@ def make_history(rng: random.Random, count: int, players: int, weighted: bool) -
                 coefficient.append(rng.choice([0.5, 2.0, np.nan]) if weighted else np.nan)
             at += size
         start.append(len(player))
-    return replay.History(
+    return replay.ReplayMatches(
         pks=np.arange(1, count + 1, dtype=np.int64),
         match_ids=[f"m{i}" for i in range(count)],
         played_us=np.arange(count, dtype=np.int64) * 60_000_000,
@@ -51,7 +51,7 @@ def make_history(rng: random.Random, count: int, players: int, weighted: bool) -
 
 
 def one_at_a_time(
-    env: TrueSkill, history: replay.History, seeds: dict[str, tuple[float, float]]
+    env: TrueSkill, history: replay.ReplayMatches, seeds: dict[str, tuple[float, float]]
 ) -> tuple[list[tuple[float, float, float, float]], list[float | None], dict[str, tuple[Rating, int]]]:
     """The oracle: every match in order through the scalar `rate_match`."""
     current: dict[str, tuple[Rating, int]] = {}

@@ -12,19 +12,9 @@ import pytest
 
 from app.client import AsyncClient
 from app.rating import Rating, TrueSkill
+from tests.api.test_matches import match
 
 TOLERANCE = 1e-12
-
-
-def match(match_id: str, mode: str, *teams: list[str], ranks: list[float] | None = None) -> dict[str, Any]:
-    ranks = ranks if ranks is not None else list(range(len(teams)))
-    return {
-        "match_id": match_id,
-        "mode": mode,
-        "teams": [
-            {"players": [{"id": p} for p in team], "rank": r} for team, r in zip(teams, ranks, strict=True)
-        ],
-    }
 
 
 async def post_batch(

@@ -12,8 +12,8 @@ from redis.asyncio import Redis
 from app.queues.store import (
     HEADER_BYTES,
     RETENTION_SECONDS,
-    Claim,
     NewTicket,
+    ProposalClaim,
     QueueStore,
     TicketState,
     hold,
@@ -81,7 +81,9 @@ async def test_a_claim_never_takes_a_ticket_whose_hold_another_ticket_took_over(
         newer = NewTicket(new_ids(1, later)[0], ["to-1"], [(25.0, 8.0)], "{}")
         assert await store.enqueue([newer], later, 10.0) == [0]
         # Claimed as if at a time the old tickets were still live: only the holds can tell.
-        assert await store.claim(waiting, [Claim([[0], [1]], 0.5, 1.0)], start + 5.0, 10.0, render) == []
+        assert (
+            await store.claim(waiting, [ProposalClaim([[0], [1]], 0.5, 1.0)], start + 5.0, 10.0, render) == []
+        )
         assert (await store.ticket(newer.ticket_id, later)) == TicketState("queued", None)
         assert await redis.hget(store.keys.holders, "to-1") == hold(later + 10.0, newer.ticket_id).encode()
         # The new ticket, read afresh, is claimable: its holds are its own.
@@ -91,7 +93,7 @@ async def test_a_claim_never_takes_a_ticket_whose_hold_another_ticket_took_over(
         rows = {ticket_id: row for row, ticket_id in enumerate(fresh.pool.ids)}
         won = await store.claim(
             fresh,
-            [Claim([[rows[newer.ticket_id]], [rows[again.ticket_id]]], 0.5, 1.0)],
+            [ProposalClaim([[rows[newer.ticket_id]], [rows[again.ticket_id]]], 0.5, 1.0)],
             later + 1.0,
             10.0,
             render,
@@ -115,7 +117,7 @@ async def test_finished_tickets_read_from_the_done_hash_of_their_ids_minute(redi
         waiting = await store.waiting(now, 600.0)
         rows = {ticket_id: row for row, ticket_id in enumerate(waiting.pool.ids)}
         won = await store.claim(
-            waiting, [Claim([[rows[ids[0]]], [rows[ids[1]]]], 0.5, 0.0)], now, 600.0, render
+            waiting, [ProposalClaim([[rows[ids[0]]], [rows[ids[1]]]], 0.5, 0.0)], now, 600.0, render
         )
         assert [index for index, _ in won] == [0]
         proposal = json.loads(await store.proposal(won[0][1]) or "")
@@ -154,7 +156,7 @@ async def test_a_script_run_again_with_the_same_arguments_changes_nothing(redis_
         assert await store.enqueue(tickets, now, 60.0) == [0, 0]
         waiting = await store.waiting(now, 60.0)
         assert sorted(waiting.pool.ids) == sorted(t.ticket_id for t in tickets)
-        assert len(await store.claim(waiting, [Claim([[0], [1]], 0.5, 0.0)], now, 60.0, render)) == 1
+        assert len(await store.claim(waiting, [ProposalClaim([[0], [1]], 0.5, 0.0)], now, 60.0, render)) == 1
         assert await store.enqueue(tickets, now, 60.0) == [0, 0]
         assert len((await store.waiting(now, 60.0)).pool) == 0
         assert (await store.ticket(tickets[0].ticket_id, now)).status == "matched"  # type: ignore[union-attr]

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.rating import Gaussian, Rating, TrueSkill, quality_1vs1, rate_1vs1
+from app.rating import Gaussian, Rating, TrueSkill, calc_draw_margin, quality_1vs1, rate_1vs1
 from app.rating.gaussian import log_product_normalization, log_ratio_normalization
-from app.rating.inference import draw_margin_by_players
 from app.rating.normal import cdf, pdf
 from tests.conftest import VECTORS
 
@@ -93,7 +92,9 @@ def test_moserware_case(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("case", MOSERWARE["draw_margin_cases"])
 def test_moserware_draw_margin(case: dict[str, float]) -> None:
     env = TrueSkill(beta=case["beta"], draw_probability=case["draw_probability"])
-    assert draw_margin_by_players(env.draw_z, 2, env.beta) == pytest.approx(case["expected_margin"], abs=1e-6)
+    assert calc_draw_margin(case["draw_probability"], 2, env) == pytest.approx(
+        case["expected_margin"], abs=1e-6
+    )
 
 
 @pytest.mark.parametrize("case", MOSERWARE["gaussian_cases"], ids=lambda c: c["op"])

@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -34,6 +35,32 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def serve(
+    env: dict[str, str], ready: str, within: float, output: IO[bytes] | None = None
+) -> subprocess.Popen[bytes]:
+    """`python -m app serve` with `env`, returned once `ready` answers 200; killed, and an
+    AssertionError, if it exits or `within` seconds pass first. `output`, if given, takes its
+    stdout and stderr."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"],
+        env=env,
+        stdout=output,
+        stderr=None if output is None else subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            if httpx.get(ready, timeout=2).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait(10)
+            raise AssertionError(f"serve did not answer {ready} within {within:g}s")
+        time.sleep(0.1)
 
 
 class Service:
@@ -67,21 +94,12 @@ class Service:
         # `serve` as operators run it: migrate, make sure the bootstrap key exists, then serve.
         if self not in STARTED:
             STARTED.append(self)
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "app", "serve"], env=self.env, stdout=out, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + ready_within
-        while True:
-            try:
-                if httpx.get(f"{self.base}/healthz", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError(f"the service did not start:\n{self.output()}")
-            time.sleep(0.1)
+        try:
+            with self.log.open("ab") as out:
+                self.process = serve(self.env, f"{self.base}/healthz", ready_within, out)
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}:\n{self.output()}") from None
+        return self
 
     def output(self) -> str:
         """Everything the process wrote so far (all its starts)."""

@@ -4,6 +4,10 @@ Unlike app.rating.Gaussian (natural parameters, for the EP of one match), this o
 the `trueskillthroughtime` package's call shape: it holds (mu, sigma), sigma may be
 infinite (the uninformative message), `+` and `-` combine independent random variables
 (means add, variances add) and `*` and `/` multiply and divide densities.
+
+It is the package's public class, at the edge only: what Player, History.learning_curves and
+Game.posteriors hand out. The engine computes on floats, messages as (precision,
+precision·mean) as in the history's arrays (game.likelihoods, messages).
 """
 
 from __future__ import annotations

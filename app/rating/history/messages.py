@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from app.rating import truncation_arrays
-from app.rating.history.game import NEGLIGIBLE_W, Game, Player
-from app.rating.history.gaussian import INF, Gaussian
+from app.rating.history.game import NEGLIGIBLE_W, likelihoods, moments
+from app.rating.history.gaussian import INF
 from app.rating.history.schedule import Group
 from app.rating.history.structure import Array, Flat, Index
 
@@ -150,38 +150,32 @@ def _swap(
     flat.own_tau[entries] = new_tau
 
 
-def _natural(g: Gaussian) -> tuple[float, float]:
-    if g.sigma == INF:
-        return 0.0, 0.0
-    pi = g.sigma**-2
-    return pi, g.mu * pi
-
-
 def _general(flat: Flat, game: int) -> None:
-    """Any game, through Game, with each player's cavity as prior."""
+    """Any game, through game.likelihoods, with each player's cavity as prior."""
     lo, hi = int(flat.game_start[game]), int(flat.game_start[game + 1])
-    entries = range(lo, hi)
     count = int(flat.entry_team[hi - 1]) + 1
-    teams: list[list[Player]] = [[] for _ in range(count)]
+    means: list[list[float]] = [[] for _ in range(count)]
+    variances: list[list[float]] = [[] for _ in range(count)]
+    betas: list[list[float]] = [[] for _ in range(count)]
     weights: list[list[float]] = [[] for _ in range(count)]
-    for e in entries:
+    for e in range(lo, hi):
         s = int(flat.entry_skill[e])
-        prior = Gaussian.natural(
+        mean, var = moments(
             float(flat.fwd_pi[s] + flat.bwd_pi[s] + flat.lik_pi[s] - flat.own_pi[e]),
             float(flat.fwd_tau[s] + flat.bwd_tau[s] + flat.lik_tau[s] - flat.own_tau[e]),
         )
-        player = flat.players[int(flat.entry_player[e])]
         team = int(flat.entry_team[e])
-        teams[team].append(Player(prior, player.beta, player.gamma))
+        means[team].append(mean)
+        variances[team].append(var)
+        betas[team].append(float(flat.beta[int(flat.entry_player[e])]))
         weights[team].append(float(flat.weight[e]))
     result = flat.results.get(game) or _two_team_result(flat, game)
-    unit = all(w == 1.0 for team in weights for w in team)
-    played = Game(teams, result, flat.p_draw, None if unit else weights)
-    new = np.array([_natural(likelihood) for team in played.likelihoods for likelihood in team])
+    played, log_evidence = likelihoods(means, variances, betas, weights, result, flat.p_draw)
+    new = np.array([message for team in played for message in team])
     indices = np.arange(lo, hi, dtype=np.int64)
     old = (flat.own_pi[indices], flat.own_tau[indices])
     _swap(flat, indices, flat.entry_skill[indices], old, (new[:, 0], new[:, 1]))
-    flat.log_evidence[game] = played.log_evidence
+    flat.log_evidence[game] = log_evidence
 
 
 def _two_team_result(flat: Flat, game: int) -> list[float]:

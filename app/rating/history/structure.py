@@ -21,8 +21,9 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from app.rating.history.game import Player, draw_margin
+from app.rating.history.game import Player
 from app.rating.history.gaussian import INF
+from app.rating.normal import draw_margin
 
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.int64]
@@ -126,11 +127,6 @@ class Flat:
     def last_skill(self, player: int) -> int:
         """The player's latest skill, or −1."""
         return self._last_skill[player]
-
-    @property
-    def exotic_priors(self) -> bool:
-        """Some prior is flat or a point mass (precision 0 or ∞)."""
-        return bool(((self.prior_pi == 0.0) | np.isinf(self.prior_pi)).any())
 
     def append(
         self,

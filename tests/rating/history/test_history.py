@@ -92,7 +92,7 @@ def test_extreme_upsets_keep_everything_finite() -> None:
 
 
 def test_a_draw_probability_just_below_one_still_smooths() -> None:
-    from app.rating.history.game import draw_margin
+    from app.rating.normal import draw_margin
 
     assert math.isfinite(draw_margin(0.9999999999999999, 1.0)) and draw_margin(0.9999999999999999, 1.0) > 8
 
