@@ -123,6 +123,22 @@ def test_the_compiled_kernel_equals_game_on_every_two_team_game() -> None:
     assert compiled.log_evidence() == pytest.approx(scalar.log_evidence(), rel=1e-12)
 
 
+def test_a_draw_only_the_decimal_integration_resolves_goes_through_game() -> None:
+    """A draw 8 standard deviations out with a window 2.2 wide (truncation._far_window, not
+    compiled): the kernel hands the game to Game, and the history equals Game's throughout."""
+    priors = {"a": Player(Gaussian(16.0, 1.0)), "b": Player(Gaussian(0.0, 1.0))}
+    composition = [[["a"], ["b"]], [["b"], ["c"]], [["c"], ["a"]]]
+    results = [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]
+    compiled = History(composition, results, priors=priors, p_draw=0.998, gamma=0.0)
+    scalar = History(composition, results, priors=priors, p_draw=0.998, gamma=0.0)
+    scalar._flat.general[:] = True
+    for _ in range(4):
+        compiled.iteration()
+        scalar.iteration()
+    curves_close(compiled, scalar, 1e-12)
+    assert math.isfinite(compiled.log_evidence())
+
+
 def test_weighted_histories_match_the_peer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Partial play: the array path for two teams with weights, and Game for three teams,
     against trueskillthroughtime 1.1.0 (online pass, then both converged), the peer with the
