@@ -20,8 +20,9 @@ with an improper cavity, and draws whose window is wide and far in the tail (the
 integration, `_far_window`, is not compiled: it yields NaN here). Those go through Game.
 
 The compiled code is cached next to this file (numba's cache=True; in a user cache
-directory when that is read-only). Numba checks only this file's time stamp: after
-changing truncation.py or normal.py, delete app/rating/history/__pycache__/kernel.*.nb*.
+directory when that is read-only, NUMBA_CACHE_DIR if set; compiled in each process, ~5–12 s,
+when nothing is writable). Numba checks only this file's time stamp: after changing
+truncation.py or normal.py, delete app/rating/history/__pycache__/kernel.*.nb*.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ def _far_window_compiled(t: Any, e: Any) -> Callable[[float, float], tuple[float
 def _compiled(function: Function, cache: bool = True) -> Function:
     # error_model="numpy": a division by zero gives inf or nan, as in NumPy, where a flat
     # message (precision 0) is divided by; those results are then replaced by (0, 0).
-    return cast(Function, numba.njit(cache=cache, error_model="numpy")(function))
+    try:
+        return cast(Function, numba.njit(cache=cache, error_model="numpy")(function))
+    except RuntimeError:  # no writable cache directory at all: compile in each process
+        return cast(Function, numba.njit(error_model="numpy")(function))
 
 
 def _scalar(function: Function) -> Function:
