@@ -14,7 +14,9 @@ digit.
 Each formula is written once. The ordinary range is a function of plain expressions
 (`_win_moments`, `_window_moments`) that works on floats and on NumPy arrays alike; the
 scalar functions `win` and `draw` apply it to one number, `win_array` and `draw_array`
-to whole arrays, and both hand the far tails to the same scalar tail code.
+to whole arrays, and both hand the far tails to the same scalar tail code. The TrueSkill
+Through Time kernel (app/rating/history/kernel.py) compiles `win` and `draw` themselves
+with numba, which leaves them plain Python functions here.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ Array = npt.NDArray[np.float64]
 NARROW_WINDOW = 1e-2
 # Far in the tail, windows up to this half-width are integrated by quadrature too.
 QUADRATURE_WINDOW = 2.0
-_LEGENDRE = [(float(x), float(w)) for x, w in zip(*np.polynomial.legendre.leggauss(32), strict=True)]
+# A tuple: compiled code (app/rating/history/kernel.py) reads it as a constant.
+_LEGENDRE = tuple((float(x), float(w)) for x, w in zip(*np.polynomial.legendre.leggauss(32), strict=True))
 # Below this x the ratio φ(x)/Φ(x) loses digits and Laplace's continued fraction takes over.
 FAR = -CONTINUED_FRACTION_FROM * SQRT2
 _TWO_INV_SQRT_2PI = 2.0 * INV_SQRT_2PI

@@ -5,8 +5,9 @@ play in, linked to their previous batch's by the drift N(0, gamma²·elapsed). I
 flows forward (the prior out of the past), backward (the likelihood out of the future) and
 within a batch (the other games).
 
-The history lives in flat arrays (`structure`), and messages are computed for many skills
-or games at once (`messages`), in the package's order, level by level (`schedule`):
+The history lives in flat arrays (`structure`), and each pass runs game by game in the
+package's order (`schedule`), two-team games in a compiled loop (`kernel`), the others
+through Game (`messages`):
 
 - The constructor (and `add_events`) runs the package's online pass exactly: every game
   sees only the games before it, as TrueSkill would (seed 001 Code 8's curves).
@@ -30,7 +31,7 @@ from app.rating.history import acceleration, messages
 from app.rating.history.acceleration import Anderson
 from app.rating.history.game import Player
 from app.rating.history.gaussian import INF, Gaussian
-from app.rating.history.schedule import Group, Passes, next_skills, pass_groups, passes
+from app.rating.history.schedule import Pass, Passes, next_skills, online, passes
 from app.rating.history.structure import Array, Flat, Index
 
 Composition = Sequence[Sequence[Sequence[str]]]
@@ -146,12 +147,9 @@ class History:
                 weights = [weights[g] for g in order] if weights is not None else None
                 times = [times[g] for g in order]
         first_game, first_skill = flat.append(composition, results, weights, times, order)
-        # The online pass: level by level, each skill's forward message set at its first game
-        # (old skills, which a new game may join in the last batch, keep theirs).
-        online = pass_groups(flat, [(first_game, flat.games)], flat.skill_prev)
-        for group in online:
-            messages.refresh(flat, group.refresh[group.refresh >= first_skill])
-            messages.update(flat, group)
+        # The online pass: batch by batch, each new skill's forward message set before the
+        # batch's games (old skills, which a new game may join in the last batch, keep theirs).
+        messages.run(flat, online(flat, first_game, first_skill), None)
         self._passes = None
         self.distance = INF
         self.size += count
@@ -190,7 +188,7 @@ class History:
             self._passes = passes(flat)
             self._following = next_skills(flat)
         work = self._passes
-        if work.single:
+        if work.single is not None:
             step = (0.0, 0.0)
             for _ in range(BATCH_ITERATIONS):
                 inner = self._pass(work.single, None)
@@ -198,21 +196,16 @@ class History:
                 if max(inner) <= BATCH_EPSILON:
                     break
             return step
+        assert work.backward is not None and work.forward is not None
         back = self._pass(work.backward, self._following)
         ahead = self._pass(work.forward, None)
         return max(back[0], ahead[0]), max(back[1], ahead[1])
 
-    def _pass(self, groups: list[Group], following: Index | None) -> tuple[float, float]:
-        """Update `groups` in order, each after its skills' messages out of the linked skills
-        (backward from `following`, or forward when None); the largest changes of mu and sigma."""
-        flat = self._flat
+    def _pass(self, work: Pass, following: Index | None) -> tuple[float, float]:
+        """One pass (backward from `following`, or forward when None); the largest changes
+        of mu and sigma."""
         old_mu, old_sigma = self._moments()
-        for group in groups:
-            if following is None:
-                messages.refresh(flat, group.refresh)
-            else:
-                messages.refresh_backward(flat, group.refresh, following)
-            messages.update(flat, group)
+        messages.run(self._flat, work, following)
         mu, sigma = self._moments()
         return _largest(mu, old_mu), _largest(sigma, old_sigma)
 

@@ -97,19 +97,46 @@ def test_a_draw_probability_just_below_one_still_smooths() -> None:
     assert math.isfinite(draw_margin(0.9999999999999999, 1.0)) and draw_margin(0.9999999999999999, 1.0) > 8
 
 
-def test_work_split_into_small_chunks_gives_the_same_history(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rounds and levels are cut into chunks of CHUNK games to bound memory; the cut changes
-    nothing, as the games of one round or level share no skill."""
-    from app.rating.history import schedule
+def test_the_compiled_kernel_equals_game_on_every_two_team_game() -> None:
+    """The kernel's closed form for two teams (weights, ties, beta per player) against Game,
+    the scalar path it hands other games to: the same sweeps from the same start agree to
+    rounding when every game goes through Game instead."""
+    rng = random.Random(5)
+    names = [f"p{i}" for i in range(10)]
+    composition, results, times, weights = [], [], [], []
+    for g in range(80):
+        chosen = rng.sample(names, 2 if g % 3 else 4)
+        half = len(chosen) // 2
+        composition.append([chosen[:half], chosen[half:]])
+        results.append(rng.choice([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
+        times.append(float(g // 4))
+        weights.append([[rng.choice([1.0, 0.5]) for _ in team] for team in composition[-1]])
+    priors = {"p0": Player(Gaussian(1.0, 2.0), beta=0.5, gamma=0.1)}
+    kwargs = {"priors": priors, "p_draw": 0.25, "gamma": 0.05, "weights": weights}
+    compiled = History(composition, results, times, **kwargs)
+    scalar = History(composition, results, times, **kwargs)
+    scalar._flat.general[:] = True  # every game handed to Game, in its turn
+    for _ in range(6):
+        compiled.iteration()
+        scalar.iteration()
+    curves_close(compiled, scalar, 1e-12)
+    assert compiled.log_evidence() == pytest.approx(scalar.log_evidence(), rel=1e-12)
 
-    composition, results, times = games(5, 60, players=10)
-    whole = History(composition, results, times, gamma=0.05)
-    whole.convergence(iterations=8)
-    monkeypatch.setattr(schedule, "CHUNK", 2)
-    cut = History(composition, results, times, gamma=0.05)
-    cut.convergence(iterations=8)
-    assert whole.learning_curves() == cut.learning_curves()
-    assert whole.log_evidence() == cut.log_evidence()
+
+def test_a_draw_only_the_decimal_integration_resolves_goes_through_game() -> None:
+    """A draw 8 standard deviations out with a window 2.2 wide (truncation._far_window, not
+    compiled): the kernel hands the game to Game, and the history equals Game's throughout."""
+    priors = {"a": Player(Gaussian(16.0, 1.0)), "b": Player(Gaussian(0.0, 1.0))}
+    composition = [[["a"], ["b"]], [["b"], ["c"]], [["c"], ["a"]]]
+    results = [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]
+    compiled = History(composition, results, priors=priors, p_draw=0.998, gamma=0.0)
+    scalar = History(composition, results, priors=priors, p_draw=0.998, gamma=0.0)
+    scalar._flat.general[:] = True
+    for _ in range(4):
+        compiled.iteration()
+        scalar.iteration()
+    curves_close(compiled, scalar, 1e-12)
+    assert math.isfinite(compiled.log_evidence())
 
 
 def test_weighted_histories_match_the_peer(monkeypatch: pytest.MonkeyPatch) -> None:
