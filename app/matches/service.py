@@ -9,6 +9,7 @@ earlier one.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -298,37 +299,54 @@ def _outcomes(
 
 
 async def _apply(
-    conn: AsyncConnection[Any], prepared: Sequence[_Prepared | AppError]
+    conn: AsyncConnection[Any],
+    prepared: Sequence[_Prepared | AppError],
+    setup: Sequence[str] = (),
+    commit: bool = False,
 ) -> tuple[list[Outcome], _Group]:
     """Claim, rate and write a group in the caller's transaction. A match the engine refuses
     after its id was claimed undoes the claims and the group is claimed again without it
     (rare: a tie in a mode without draws), so nothing of it is written and a later post of
-    its id in the group is judged as the first."""
+    its id in the group is judged as the first. `setup` and `commit` are for a caller that
+    begins and commits the transaction here (record_and_commit)."""
     excluded: dict[int, AppError] = {}
     while True:
         claims: dict[str, Claim] = {}
         for index, item in enumerate(prepared):
             if isinstance(item, _Prepared) and index not in excluded:
                 claims.setdefault(item.match.match_id, item.claim())
-        claimed = await repository.claim(conn, list(claims.values()))
+        claimed = await repository.claim(conn, list(claims.values()), setup)
+        setup = ()  # the transaction is open now
         outcomes, group, refused = _outcomes(prepared, claimed, excluded)
         if not refused:
             break
         excluded.update(refused)
         await repository.rollback_claims(conn)
     if group.matches:
-        await repository.write(conn, list(group.ratings.values()), group.participants, group.matches)
+        await repository.write(
+            conn, list(group.ratings.values()), group.participants, group.matches, commit=commit
+        )
+    elif commit:
+        await conn.commit()
     return outcomes, group
 
 
-async def record_group(
-    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
-) -> list[Outcome]:
-    """Record `matches` in one transaction, in the listed order: each one's outcome. Errors of
-    the database propagate (nothing of the group is then applied); metrics count after commit."""
-    async with sessions() as session:
-        # Mode rules come from the per-process cache; the session connects only on a miss.
+async def _prepare_all(
+    sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
+) -> list[_Prepared | AppError]:
+    """Every match checked, with its mode's rules, in the listed order."""
+    async with contextlib.AsyncExitStack() as stack:
+        session: AsyncSession | None = None
+
+        # Mode rules come from the per-process cache; a session is opened (and connects)
+        # only on a miss.
         async def resolve(name: str) -> ModeRules:
+            nonlocal session
+            hit = modes.cached(name)
+            if hit is not None:
+                return hit
+            if session is None:
+                session = await stack.enter_async_context(sessions())
             return await modes.resolve(session, name)
 
         prepared: list[_Prepared | AppError] = []
@@ -337,12 +355,39 @@ async def record_group(
                 prepared.append(match if isinstance(match, AppError) else await _prepare(resolve, match))
             except AppError as exc:
                 prepared.append(exc)
+    return prepared
+
+
+async def record_group(
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
+) -> list[Outcome]:
+    """Record `matches` in one transaction, in the listed order: each one's outcome. Errors of
+    the database propagate (nothing of the group is then applied); metrics count after commit."""
+    prepared = await _prepare_all(sessions, matches)
     if not any(isinstance(item, _Prepared) for item in prepared):
         return [item for item in prepared if isinstance(item, AppError)]
     async with engine.begin() as connection:
         raw = await connection.get_raw_connection()
         conn: AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
         outcomes, group = await _apply(conn, prepared)
+    for mode, ratings in group.counts:
+        _count(mode, ratings)
+    return outcomes
+
+
+async def record_and_commit(
+    conn: AsyncConnection[Any],
+    sessions: async_sessionmaker[AsyncSession],
+    matches: Sequence[MatchIn | AppError],
+    setup: Sequence[str],
+) -> list[Outcome]:
+    """record_group on `conn`, a connection of the caller's with no transaction open: the
+    transaction begins with `setup` (its settings) in the claim's round trip and commits in
+    the write's, two round trips in all. On an error the caller rolls back (or drops `conn`)."""
+    prepared = await _prepare_all(sessions, matches)
+    if not any(isinstance(item, _Prepared) for item in prepared):
+        return [item for item in prepared if isinstance(item, AppError)]
+    outcomes, group = await _apply(conn, prepared, setup, commit=True)
     for mode, ratings in group.counts:
         _count(mode, ratings)
     return outcomes
