@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import ValidationError
 from pydantic_core import PydanticUndefined as Undefined
+from starlette.requests import ClientDisconnect
 
 from app.api.deps import AdminKey, ReadKey, Resources, ResourcesDep, ResultsKey, SessionDep, authorize
 from app.api.middleware import PARSED_JSON
@@ -62,7 +63,7 @@ class _BelowDependencies(APIRoute):
 
 
 async def _body(request: Request) -> Any:
-    raw = await request.body()
+    raw = await _read(request)
     if not raw:
         return Undefined
     content_type = request.headers.get("content-type")
@@ -86,6 +87,19 @@ async def _body(request: Request) -> Any:
             ],
             body=exc.doc,
         ) from exc
+
+
+async def _read(request: Request) -> bytes:
+    """The request's body, as Request.body reads it, without its async generator (a good
+    share of this route's own time)."""
+    chunks: list[bytes] = []
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def _json_media(content_type: str) -> bool:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
-import uuid
 from typing import Any
 
 from prometheus_client import Counter, Histogram
@@ -27,6 +27,28 @@ REQUEST_LATENCY = Histogram(
 REQUESTS = Counter("http_requests_total", "Requests by route and status", ["method", "route", "status"])
 
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+
+
+def _new_id() -> str:
+    """A request id: what uuid.uuid4().hex gives (random, with the version 4 and variant
+    bits), without building the UUID object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    return raw.hex()
+
+
+# Each (method, route, status) series of the two metrics, looked up once (labels() takes a
+# lock and checks the values on every call). Routes and statuses are few.
+_SERIES: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+
+
+def _series(method: str, route: str, status: str) -> tuple[Any, Any]:
+    key = (method, route, status)
+    series = _SERIES.get(key)
+    if series is None:
+        series = _SERIES[key] = (REQUEST_LATENCY.labels(*key), REQUESTS.labels(*key))
+    return series
 
 
 def _route_of(scope: Scope) -> str:
@@ -52,7 +74,7 @@ class RequestContext:
             await self.app(scope, receive, send)
             return
         incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        rid = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
+        rid = incoming if _VALID_ID.match(incoming) else _new_id()
         token = request_id.set(rid)
         started = time.perf_counter()
         status_holder: dict[str, Any] = {"status": 500}
@@ -71,22 +93,24 @@ class RequestContext:
             elapsed = time.perf_counter() - started
             route = _route_of(scope)
             status = str(status_holder["status"])
-            REQUEST_LATENCY.labels(scope["method"], route, status).observe(elapsed)
-            REQUESTS.labels(scope["method"], route, status).inc()
-            path = _logged_path(scope, route)
-            log.info(
-                "%s %s %s %.1fms",
-                scope["method"],
-                path,
-                status,
-                elapsed * 1000,
-                extra={
-                    "method": scope["method"],
-                    "path": path,
-                    "status": int(status),
-                    "duration_ms": round(elapsed * 1000, 2),
-                },
-            )
+            latency, count = _series(scope["method"], route, status)
+            latency.observe(elapsed)
+            count.inc()
+            if log.isEnabledFor(logging.INFO):
+                path = _logged_path(scope, route)
+                log.info(
+                    "%s %s %s %.1fms",
+                    scope["method"],
+                    path,
+                    status,
+                    elapsed * 1000,
+                    extra={
+                        "method": scope["method"],
+                        "path": path,
+                        "status": int(status),
+                        "duration_ms": round(elapsed * 1000, 2),
+                    },
+                )
             request_id.reset(token)
 
 

@@ -141,7 +141,9 @@ class _Reference:
 
     body_hash: str
     played_at: dt.datetime
-    match: MatchOut | None  # None: imported and not rated yet
+    # None: imported and not rated yet. `created` is true for one recorded earlier in the
+    # group (copied with false only when a retry in the group needs it).
+    match: MatchOut | None
 
     @staticmethod
     def of(stored: StoredMatch) -> _Reference:
@@ -192,7 +194,10 @@ def _retry(reference: _Reference, prepared: _Prepared) -> Recorded:
         )
     if reference.match is None:
         raise Conflict(f"match {match_id!r} was imported and is not rated yet; a replay job rates it")
-    return Recorded(reference.match, match_json(reference.match), created=False)
+    match = reference.match
+    if match.created:  # recorded earlier in the group: the stored answer says false
+        match = match.model_copy(update={"created": False})
+    return Recorded(match, match_json(match), created=False)
 
 
 def _rate(group: _Group, prepared: _Prepared, pk: int, seq: int) -> Recorded:
@@ -280,9 +285,7 @@ def _outcomes(
                 outcomes.append(_retry(reference, item))
             elif match_id in claimed.new:
                 recorded = _rate(group, item, claimed.new[match_id], next(sequence))
-                references[match_id] = _Reference(
-                    item.fingerprint, item.played_at, recorded.match.model_copy(update={"created": False})
-                )
+                references[match_id] = _Reference(item.fingerprint, item.played_at, recorded.match)
                 outcomes.append(recorded)
             else:
                 stored = claimed.taken.get(match_id)
