@@ -39,7 +39,10 @@ from app.matches.service import Outcome, Recorded, record_and_commit
 
 # Concurrent transactions per process: more overlap the round trips of several groups, fewer
 # make groups larger. Matches of different groups that share players wait on the row locks.
-WRITERS = 4
+# With two round trips a group, two writers keep groups large enough that a busy machine
+# spends its CPU on matches rather than on transactions (bench/api_matches.py at 32
+# connections: 278 and 244 matches/s against 238 and 216 with four, busy).
+WRITERS = 2
 # The most matches one transaction holds: its locks are held for all of them.
 GROUP_MAX = 64
 
