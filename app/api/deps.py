@@ -16,7 +16,6 @@ from app.auth.keys import Scope
 from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
 from app.config import Settings
-from app.db.engine import statement_timeout
 from app.errors import TooManyRequests, Unauthorized
 from app.infra.redis_client import RedisClient
 from app.matches.group_commit import GroupCommit
@@ -44,7 +43,7 @@ class Resources:
             self.settings.auth_failures_per_s, self.settings.auth_failure_burst, max_buckets=4096
         )
         self.tickets = TicketWatch(self.redis)
-        self.matches = GroupCommit(self.engine, self.sessions, statement_timeout(self.settings))
+        self.matches = GroupCommit(self.engine, self.sessions, self.settings.db_statement_timeout_ms)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`

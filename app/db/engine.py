@@ -26,11 +26,11 @@ NO_PREPARED_STATEMENTS: dict[str, Any] = {"prepare_threshold": None}
 CONNECT_ARGS: dict[str, Any] = {"connect_timeout": 5, **NO_PREPARED_STATEMENTS}
 
 
-def statement_timeout(settings: Settings) -> str:
+def statement_timeout(milliseconds: int) -> str:
     """The statement that bounds the transaction it runs in: a hung query never holds a
-    request past DB_STATEMENT_TIMEOUT_MS (it then fails as 503). The value is an int from
-    validated settings: SET takes no bind parameters."""
-    return f"SET LOCAL statement_timeout = {int(settings.db_statement_timeout_ms)}"
+    request past DB_STATEMENT_TIMEOUT_MS (it then fails as 503). The value is an int (from
+    validated settings): SET takes no bind parameters."""
+    return f"SET LOCAL statement_timeout = {int(milliseconds)}"
 
 
 def build_engine(settings: Settings, url: str) -> AsyncEngine:
@@ -42,7 +42,7 @@ def build_engine(settings: Settings, url: str) -> AsyncEngine:
         pool_pre_ping=False,
         connect_args=CONNECT_ARGS,
     )
-    set_timeout = statement_timeout(settings)
+    set_timeout = statement_timeout(settings.db_statement_timeout_ms)
 
     async def bounded(driver: psycopg.AsyncConnection[Any]) -> None:
         # In a pipeline, psycopg's BEGIN and the SET go out in one round trip (executed

@@ -32,7 +32,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.db.engine import connect
+from app.db.engine import connect, statement_timeout
 from app.errors import AppError
 from app.matches.schemas import MatchIn
 from app.matches.service import Outcome, Recorded, record_and_commit
@@ -54,13 +54,13 @@ Connection = psycopg.AsyncConnection[Any]
 
 class GroupCommit:
     def __init__(
-        self, engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], statement_timeout: str
+        self, engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], statement_timeout_ms: int
     ) -> None:
-        """`statement_timeout`: the statement that bounds a transaction (app.db.engine)."""
+        """`statement_timeout_ms`: how long a statement of a group may run (DB_STATEMENT_TIMEOUT_MS)."""
         self._engine = engine
         self._sessions = sessions
         # The writers' connections are in autocommit: a group's BEGIN goes with its claim.
-        self._setup = ("BEGIN", statement_timeout)
+        self._setup = ("BEGIN", statement_timeout(statement_timeout_ms))
         self._queue: deque[_Pending] = deque()
         self._writers: set[asyncio.Task[None]] = set()
         self._idle: list[Connection] = []  # the writers' connections between groups
