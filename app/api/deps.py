@@ -43,7 +43,7 @@ class Resources:
             self.settings.auth_failures_per_s, self.settings.auth_failure_burst, max_buckets=4096
         )
         self.tickets = TicketWatch(self.redis)
-        self.matches = GroupCommit(self.engine, self.sessions)
+        self.matches = GroupCommit(self.engine, self.sessions, self.settings.db_statement_timeout_ms)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`
@@ -140,19 +140,25 @@ async def authenticate(request: Request, res: Resources, presented: str | None, 
         raise
 
 
+async def authorize(request: Request, res: Resources, scope: Scope) -> Principal:
+    """The request's key if it holds `scope` and is within its request rate; else 401, 403
+    or 429. What `require` checks, for a route that runs below the dependency layer."""
+    key = await authenticate(request, res, bearer_token(request), scope)
+    request.state.api_key_id = key.key_id
+    wait = res.limits.take(key.key_id)
+    if wait > 0:
+        raise TooManyRequests(
+            "this key is over its request rate; retry after the given seconds", headers=_retry_after(wait)
+        )
+    return key
+
+
 def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
     """A dependency that lets a request through only with a key holding `scope`, within the
     key's request rate."""
 
     async def check(request: Request, res: ResourcesDep) -> Principal:
-        key = await authenticate(request, res, bearer_token(request), scope)
-        request.state.api_key_id = key.key_id
-        wait = res.limits.take(key.key_id)
-        if wait > 0:
-            raise TooManyRequests(
-                "this key is over its request rate; retry after the given seconds", headers=_retry_after(wait)
-            )
-        return key
+        return await authorize(request, res, scope)
 
     check.__name__ = f"require_{scope.name}"
     return check

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
-import uuid
 from typing import Any
 
 from prometheus_client import Counter, Histogram
@@ -27,6 +27,28 @@ REQUEST_LATENCY = Histogram(
 REQUESTS = Counter("http_requests_total", "Requests by route and status", ["method", "route", "status"])
 
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+
+
+def _new_id() -> str:
+    """A request id: what uuid.uuid4().hex gives (random, with the version 4 and variant
+    bits), without building the UUID object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    return raw.hex()
+
+
+# Each (method, route, status) series of the two metrics, looked up once (labels() takes a
+# lock and checks the values on every call). Routes and statuses are few.
+_SERIES: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+
+
+def _series(method: str, route: str, status: str) -> tuple[Any, Any]:
+    key = (method, route, status)
+    series = _SERIES.get(key)
+    if series is None:
+        series = _SERIES[key] = (REQUEST_LATENCY.labels(*key), REQUESTS.labels(*key))
+    return series
 
 
 def _route_of(scope: Scope) -> str:
@@ -52,7 +74,7 @@ class RequestContext:
             await self.app(scope, receive, send)
             return
         incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        rid = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
+        rid = incoming if _VALID_ID.match(incoming) else _new_id()
         token = request_id.set(rid)
         started = time.perf_counter()
         status_holder: dict[str, Any] = {"status": 500}
@@ -71,22 +93,24 @@ class RequestContext:
             elapsed = time.perf_counter() - started
             route = _route_of(scope)
             status = str(status_holder["status"])
-            REQUEST_LATENCY.labels(scope["method"], route, status).observe(elapsed)
-            REQUESTS.labels(scope["method"], route, status).inc()
-            path = _logged_path(scope, route)
-            log.info(
-                "%s %s %s %.1fms",
-                scope["method"],
-                path,
-                status,
-                elapsed * 1000,
-                extra={
-                    "method": scope["method"],
-                    "path": path,
-                    "status": int(status),
-                    "duration_ms": round(elapsed * 1000, 2),
-                },
-            )
+            latency, count = _series(scope["method"], route, status)
+            latency.observe(elapsed)
+            count.inc()
+            if log.isEnabledFor(logging.INFO):
+                path = _logged_path(scope, route)
+                log.info(
+                    "%s %s %s %.1fms",
+                    scope["method"],
+                    path,
+                    status,
+                    elapsed * 1000,
+                    extra={
+                        "method": scope["method"],
+                        "path": path,
+                        "status": int(status),
+                        "duration_ms": round(elapsed * 1000, 2),
+                    },
+                )
             request_id.reset(token)
 
 
@@ -99,7 +123,8 @@ class RequestBody:
       number out of the float range: 400 naming the problem.
 
     JSON bodies are buffered (they are small and already bounded) and checked with the
-    C decoder; the app then parses the same bytes again, which costs microseconds.
+    C decoder. The parsed body is left in the scope (PARSED_JSON) for the routes that read
+    the scope rather than parse it again (app.api.matches); others parse the bytes again.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -161,10 +186,11 @@ class RequestBody:
                     scope, send, 415, f"send the body as Content-Type: application/json, not {shown}"
                 )
                 return
-            wrong = json_problem(body)
+            parsed, wrong = checked_json(body)
             if wrong is not None:
                 await _problem(scope, send, 400, wrong)
                 return
+            scope[PARSED_JSON] = parsed
         replayed = False
 
         async def replay() -> Message:
@@ -203,27 +229,39 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+# The scope key under which RequestBody leaves a checked JSON body, parsed (what json.loads
+# returns for the same bytes).
+PARSED_JSON = "app.parsed_json"
+
+
 def json_problem(body: bytes) -> str | None:
     """What is wrong with a JSON request body, or None when nothing is."""
+    return checked_json(body)[1]
+
+
+def checked_json(body: bytes) -> tuple[Any, str | None]:
+    """A JSON request body parsed, and None; or None and what is wrong with it."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return f"the body is not UTF-8: invalid byte at position {exc.start}"
+        return None, f"the body is not UTF-8: invalid byte at position {exc.start}"
     # Depth first, by brackets outside strings, so a hostile body never reaches the decoder's
     # recursion. Most bodies have few brackets; this loop stays over a short list.
     if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
-        return f"the JSON is nested deeper than {MAX_DEPTH} levels"
+        return None, f"the JSON is nested deeper than {MAX_DEPTH} levels"
     if "\\u0000" in text and _NUL.search(text):
-        return "strings may not contain the NUL character (\\u0000)"
+        return None, "strings may not contain the NUL character (\\u0000)"
     try:
-        json.loads(text, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int)
+        # The hooks refuse what json.loads would accept; what they return is what it returns.
+        return json.loads(
+            text, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int
+        ), None
     except _NotJson as exc:
-        return str(exc)
+        return None, str(exc)
     except RecursionError:
-        return f"the JSON is nested deeper than {MAX_DEPTH} levels"
+        return None, f"the JSON is nested deeper than {MAX_DEPTH} levels"
     except ValueError as exc:
-        return f"the body is not valid JSON: {exc}"
-    return None
+        return None, f"the body is not valid JSON: {exc}"
 
 
 # \u0000 not itself escaped (an odd run of backslashes before it).

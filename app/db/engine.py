@@ -22,6 +22,15 @@ from app.config import Settings, sqlalchemy_url
 
 # psycopg's setting for "never prepare server-side", shared with the migrations' engine.
 NO_PREPARED_STATEMENTS: dict[str, Any] = {"prepare_threshold": None}
+# Every connection of the service: the engine's, and those it opens on its own (connect below).
+CONNECT_ARGS: dict[str, Any] = {"connect_timeout": 5, **NO_PREPARED_STATEMENTS}
+
+
+def statement_timeout(milliseconds: int) -> str:
+    """The statement that bounds the transaction it runs in: a hung query never holds a
+    request past DB_STATEMENT_TIMEOUT_MS (it then fails as 503). The value is an int (from
+    validated settings): SET takes no bind parameters."""
+    return f"SET LOCAL statement_timeout = {int(milliseconds)}"
 
 
 def build_engine(settings: Settings, url: str) -> AsyncEngine:
@@ -31,11 +40,9 @@ def build_engine(settings: Settings, url: str) -> AsyncEngine:
         max_overflow=settings.db_pool_size,
         pool_timeout=settings.db_statement_timeout_ms / 1000.0,
         pool_pre_ping=False,
-        connect_args={"connect_timeout": 5, **NO_PREPARED_STATEMENTS},
+        connect_args=CONNECT_ARGS,
     )
-    # A hung query never holds a request past this (it then fails as 503). The value is an
-    # int from validated settings: SET takes no bind parameters.
-    set_timeout = f"SET LOCAL statement_timeout = {int(settings.db_statement_timeout_ms)}"
+    set_timeout = statement_timeout(settings.db_statement_timeout_ms)
 
     async def bounded(driver: psycopg.AsyncConnection[Any]) -> None:
         # In a pipeline, psycopg's BEGIN and the SET go out in one round trip (executed
@@ -57,3 +64,12 @@ def build_engine(settings: Settings, url: str) -> AsyncEngine:
 
 def build_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+
+
+async def connect(engine: AsyncEngine) -> psycopg.AsyncConnection[Any]:
+    """A psycopg connection of the caller's own, outside the engine's pool: to the engine's
+    database with the engine's options, in autocommit. The caller sends BEGIN and COMMIT
+    itself (with its statements, in their round trips) and sets the statement timeout of
+    its transactions (statement_timeout above): the engine's `begin` hook never sees them."""
+    args, params = engine.sync_engine.dialect.create_connect_args(engine.url)
+    return await psycopg.AsyncConnection.connect(*args, **{**params, **CONNECT_ARGS}, autocommit=True)

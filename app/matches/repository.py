@@ -4,13 +4,16 @@ A group of matches (one single post, the posts a writer gathered, or one batch) 
 round trips whatever its size, all in one transaction on a psycopg connection:
 
 1. BEGIN with the transaction's statement timeout (app/db/engine.py);
-2. one pipeline: a savepoint; the claim of every match id (creating missing players and
+2. one message: a savepoint; the claim of every match id (creating missing players and
    ratings, and taking each mode's lock shared); the stored rows of ids already taken; the
    participants' ratings locked in one fixed order; the applied_seq values, drawn under
    those locks;
 3. one statement that updates the ratings, inserts the participants and completes the
    match rows;
 4. COMMIT.
+
+The group commit writer, which owns its connections and transactions, sends 1 with 2 and 4
+with 3: two round trips a group.
 
 None of SQLAlchemy's per-statement work runs on the service's busiest path.
 """
@@ -19,11 +22,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from psycopg import AsyncConnection
+from psycopg.pq import Escaping
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -117,7 +121,7 @@ _PARTICIPANTS = """
          mu_before, sigma_before, mu_after, sigma_after)
 """
 
-# Every list arrives as one JSON array (one parameter, expanded by PostgreSQL) rather than
+# Every list arrives as one JSON array (one literal, expanded by PostgreSQL) rather than
 # as arrays, which psycopg would convert element by element in Python (a group's responses
 # alone took longer to quote than to rate).
 _APPLY = f"""
@@ -221,9 +225,10 @@ async def driver(session: AsyncSession) -> AsyncConnection[Any]:
 SAVEPOINT = "claims"
 
 
-async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim]) -> Claimed:
-    """Claim every match id in one pipeline (after a savepoint `rollback_claims` returns to),
-    and lock the players' ratings of all of them."""
+async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim], setup: Sequence[str] = ()) -> Claimed:
+    """Claim every match id in one round trip (after a savepoint `rollback_claims` returns to),
+    and lock the players' ratings of all of them. `setup`: statements that go first, in the
+    same round trip (BEGIN and the transaction's settings, when the claim begins it)."""
     ordered = sorted(claims, key=lambda c: c.match_id)
     pairs = sorted({(c.mode, p) for c in claims for p in c.player_ids})
     claimed_json = json.dumps(
@@ -244,25 +249,49 @@ async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim]) -> Claimed:
             for p in c.player_ids
         ]
     )
-    async with conn.pipeline():
-        await conn.execute(f"SAVEPOINT {SAVEPOINT}")
-        claimed = await conn.execute(_CLAIM, {"claims": claimed_json, "players": players})
-        taken = await conn.execute(_TAKEN, {"match_ids": [c.match_id for c in ordered]})
-        locked = await conn.execute(
-            _LOCK, {"pairs": json.dumps([{"mode": m, "player_id": p} for m, p in pairs])}
-        )
-        sequence = await conn.execute(_SEQUENCE, {"n": len(claims)})
-    new = {match_id: int(pk) for match_id, pk in await claimed.fetchall()}
+    literal = _literals(conn)
+    ids = ",".join(literal(c.match_id) for c in ordered)
+    *_, claimed, taken, locked, sequence = await _one_message(
+        conn,
+        [
+            *setup,
+            f"SAVEPOINT {SAVEPOINT}",
+            _CLAIM % {"claims": literal(claimed_json), "players": literal(players)},
+            _TAKEN % {"match_ids": f"ARRAY[{ids}]::varchar[]"},
+            _LOCK % {"pairs": literal(json.dumps([{"mode": m, "player_id": p} for m, p in pairs]))},
+            _SEQUENCE % {"n": len(claims)},
+        ],
+    )
+    new = {match_id: int(pk) for match_id, pk in claimed}
     return Claimed(
         new=new,
-        taken={
-            row[0]: StoredMatch(row[1], row[2], row[3], row[4])
-            for row in await taken.fetchall()
-            if row[0] not in new
-        },
-        ratings={(mode, player): (mu, sigma) for mode, player, mu, sigma in await locked.fetchall()},
-        sequence=sorted(int(row[0]) for row in await sequence.fetchall()),
+        taken={row[0]: StoredMatch(row[1], row[2], row[3], row[4]) for row in taken if row[0] not in new},
+        ratings={(mode, player): (mu, sigma) for mode, player, mu, sigma in locked},
+        sequence=sorted(int(row[0]) for row in sequence),
     )
+
+
+def _literals(conn: AsyncConnection[Any]) -> Callable[[str], str]:
+    """A text as an SQL string literal, quoted by libpq for `conn` (PQescapeLiteral)."""
+    escaping = Escaping(conn.pgconn)
+    return lambda value: escaping.escape_literal(value.encode()).decode()
+
+
+async def _one_message(conn: AsyncConnection[Any], statements: Sequence[str]) -> list[list[Any]]:
+    """Run `statements` as one simple-protocol query, one round trip whatever their number:
+    the rows of each in order ([] for a statement that returns none). The first that fails
+    raises, and the ones after it do not run.
+
+    Values come in as literals quoted by libpq (_literals), not as parameters: a query with
+    parameters takes the extended protocol, one statement a message, and in a pipeline each
+    message is a send and a wakeup of its own (most of a group's time in the driver)."""
+    results: list[list[Any]] = []
+    async with conn.cursor() as cursor:
+        await cursor.execute(";\n".join(statements).encode())
+        while True:
+            results.append(await cursor.fetchall() if cursor.description is not None else [])
+            if not cursor.nextset():
+                return results
 
 
 async def rollback_claims(conn: AsyncConnection[Any]) -> None:
@@ -275,23 +304,25 @@ async def write(
     ratings: Sequence[dict[str, Any]],
     participants: Sequence[dict[str, Any]],
     matches: Sequence[MatchWrite],
+    *,
+    commit: bool = False,
 ) -> None:
     """Write a rated group: each player's last rating and summed counters (`ratings`: mode,
     player_id, mu, sigma, matches, win, loss, draw, played_at), the participants' rows and
-    the matches' quality, response and applied_seq."""
+    the matches' quality, response and applied_seq. With `commit`, the transaction commits
+    in the same round trip (for the caller that owns it: app.matches.group_commit)."""
     # The responses are JSON already: spliced in as they are, not parsed and dumped again.
     rows = ",".join(
         f'{{"pk":{m.pk},"quality":{json.dumps(m.quality)},"seq":{m.seq},"response":{m.response}}}'
         for m in matches
     )
-    await conn.execute(
-        _APPLY,
-        {
-            "ratings": json.dumps(ratings, default=_iso),
-            "participants": json.dumps(participants),
-            "matches": f"[{rows}]",
-        },
-    )
+    literal = _literals(conn)
+    apply = _APPLY % {
+        "ratings": literal(json.dumps(ratings, default=_iso)),
+        "participants": literal(json.dumps(participants)),
+        "matches": literal(f"[{rows}]"),
+    }
+    await _one_message(conn, [apply, "COMMIT"] if commit else [apply])
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,14 @@ earlier one.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg import AsyncConnection
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import metrics
 from app.errors import AppError, Conflict, NotFound, ValidationFailed
@@ -140,7 +141,9 @@ class Reference:
 
     body_hash: str
     played_at: dt.datetime
-    match: MatchOut | None  # None: imported and not rated yet
+    # None: imported and not rated yet. `created` is true for one recorded earlier in the
+    # group (copied with false only when a retry in the group needs it).
+    match: MatchOut | None
 
     @staticmethod
     def of(stored: StoredMatch) -> Reference:
@@ -191,7 +194,10 @@ def retry(reference: Reference, prepared: Prepared) -> Recorded:
         )
     if reference.match is None:
         raise Conflict(f"match {match_id!r} was imported and is not rated yet; a replay job rates it")
-    return Recorded(reference.match, match_json(reference.match), created=False)
+    match = reference.match
+    if match.created:  # recorded earlier in the group: the stored answer says false
+        match = match.model_copy(update={"created": False})
+    return Recorded(match, match_json(match), created=False)
 
 
 def refusal(reason: str) -> ValidationFailed:
@@ -284,9 +290,7 @@ def _outcomes(
                 outcomes.append(retry(reference, item))
             elif match_id in claimed.new:
                 recorded = _rate(group, item, claimed.new[match_id], next(sequence))
-                references[match_id] = Reference(
-                    item.fingerprint, item.played_at, recorded.match.model_copy(update={"created": False})
-                )
+                references[match_id] = Reference(item.fingerprint, item.played_at, recorded.match)
                 outcomes.append(recorded)
             else:
                 stored = claimed.taken.get(match_id)
@@ -303,37 +307,54 @@ def _outcomes(
 
 
 async def _apply(
-    conn: AsyncConnection[Any], prepared: Sequence[Prepared | AppError]
+    conn: AsyncConnection[Any],
+    prepared: Sequence[Prepared | AppError],
+    setup: Sequence[str] = (),
+    commit: bool = False,
 ) -> tuple[list[Outcome], _Group]:
     """Claim, rate and write a group in the caller's transaction. A match the engine refuses
     after its id was claimed undoes the claims and the group is claimed again without it
     (rare: a tie in a mode without draws), so nothing of it is written and a later post of
-    its id in the group is judged as the first."""
+    its id in the group is judged as the first. `setup` and `commit` are for a caller that
+    begins and commits the transaction here (record_and_commit)."""
     excluded: dict[int, AppError] = {}
     while True:
         claims: dict[str, Claim] = {}
         for index, item in enumerate(prepared):
             if isinstance(item, Prepared) and index not in excluded:
                 claims.setdefault(item.match.match_id, item.claim())
-        claimed = await repository.claim(conn, list(claims.values()))
+        claimed = await repository.claim(conn, list(claims.values()), setup)
+        setup = ()  # the transaction is open now
         outcomes, group, refused = _outcomes(prepared, claimed, excluded)
         if not refused:
             break
         excluded.update(refused)
         await repository.rollback_claims(conn)
     if group.matches:
-        await repository.write(conn, list(group.ratings.values()), group.participants, group.matches)
+        await repository.write(
+            conn, list(group.ratings.values()), group.participants, group.matches, commit=commit
+        )
+    elif commit:
+        await conn.commit()
     return outcomes, group
 
 
 async def prepare_all(
     sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
 ) -> list[Prepared | AppError]:
-    """Every match checked as far as it can be without ratings (each one's error, or it
-    prepared to claim and rate)."""
-    async with sessions() as session:
-        # Mode rules come from the per-process cache; the session connects only on a miss.
+    """Every match checked, with its mode's rules, in the listed order."""
+    async with contextlib.AsyncExitStack() as stack:
+        session: AsyncSession | None = None
+
+        # Mode rules come from the per-process cache; a session is opened (and connects)
+        # only on a miss.
         async def resolve(name: str) -> ModeRules:
+            nonlocal session
+            hit = modes.cached(name)
+            if hit is not None:
+                return hit
+            if session is None:
+                session = await stack.enter_async_context(sessions())
             return await modes.resolve(session, name)
 
         prepared: list[Prepared | AppError] = []
@@ -345,18 +366,20 @@ async def prepare_all(
     return prepared
 
 
-async def record_group(
-    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
+async def record_and_commit(
+    conn: AsyncConnection[Any],
+    sessions: async_sessionmaker[AsyncSession],
+    matches: Sequence[MatchIn | AppError],
+    setup: Sequence[str],
 ) -> list[Outcome]:
-    """Record `matches` in one transaction, in the listed order: each one's outcome. Errors of
-    the database propagate (nothing of the group is then applied); metrics count after commit."""
+    """Record `matches` in one transaction, in the listed order: each one's outcome. Metrics
+    count after commit. `conn` is a connection of the caller's with no transaction open: the
+    transaction begins with `setup` (its settings) in the claim's round trip and commits in
+    the write's, two round trips in all. On an error the caller rolls back (or drops `conn`)."""
     prepared = await prepare_all(sessions, matches)
     if not any(isinstance(item, Prepared) for item in prepared):
         return [item for item in prepared if isinstance(item, AppError)]
-    async with engine.begin() as connection:
-        raw = await connection.get_raw_connection()
-        conn: AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
-        outcomes, group = await _apply(conn, prepared)
+    outcomes, group = await _apply(conn, prepared, setup, commit=True)
     for mode, ratings in group.counts:
         _count(mode, ratings)
     return outcomes

@@ -121,6 +121,11 @@ def latency_rule(settings: dict[str, float | None], relax_seconds: float) -> Lat
     return LatencyRule(start, start if relaxed is None else relaxed, relax_seconds)
 
 
+def cached(name: str) -> ModeRules | None:
+    """The mode's rules if this process holds them (resolve reads them otherwise)."""
+    return _cache.get(name)
+
+
 async def resolve(session: AsyncSession, name: str) -> ModeRules:
     """The mode's rules, cached briefly; 404 for an unknown mode."""
     hit = _cache.get(name)

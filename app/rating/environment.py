@@ -318,8 +318,16 @@ class TrueSkill:
 
     def quality(self, rating_groups: Any, weights: Any = None) -> float:
         """Seed 000 eq. 7 (general form): how likely a draw is, relative to the fairest match."""
-        teams = read_teams(rating_groups, None, weights)
+        return self.quality_of(read_teams(rating_groups, None, weights))
+
+    def quality_of(self, teams: Teams) -> float:
+        """`quality` of teams already read (app.rating.teams.read_teams)."""
         return match_quality(teams.ratings, self._alphas(teams), self.beta)
+
+    def rate_teams(self, teams: Teams) -> list[tuple[Rating, ...]]:
+        """`rate` of teams already read, as a tuple of new ratings per team: a caller that
+        also wants the quality reads the match once (app.rating.match)."""
+        return self._rate_teams(teams, self.tolerance)
 
     def win_probability(self, rating_groups: Any, weights: Any = None) -> list[float]:
         """The probability that each team finishes first; the list sums to 1."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from app.rating.environment import TrueSkill
 from app.rating.rating import Rating
+from app.rating.teams import read_teams
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,16 +69,17 @@ def team_results(ranks: Sequence[float]) -> list[tuple[int, int, int]]:
 def rate_match(env: TrueSkill, match: MatchTeams) -> RatedMatch:
     """Rate one match under `env`; raises RatingInputError when the engine refuses it (for
     instance a tie in a mode whose draw probability is 0)."""
-    groups = [list(team) for team in match.ratings]
-    weights = [list(team) for team in match.weights]
+    # Read (and checked) once for both the quality and the update: `env.quality` and
+    # `env.rate` would each read the teams again.
+    teams = read_teams(match.ratings, match.ranks, match.weights, None, match.coefficients)
+    quality = env.quality_of(teams)
+    rated = env.rate_teams(teams)
     ranks = list(match.ranks)
-    quality = env.quality(groups, weights)
-    rated = env.rate(groups, ranks, weights, coefficients=match.coefficients)
-    players = [
-        PlayerResult(player, index, ranks[index], old, new, win, loss, draw)
-        for index, (ids, before, after, (win, loss, draw)) in enumerate(
-            zip(match.ids, groups, rated, team_results(ranks), strict=True)
-        )
-        for player, old, new in zip(ids, before, after, strict=True)
-    ]
+    players = []
+    for index, (ids, before, after, (win, loss, draw)) in enumerate(
+        zip(match.ids, teams.ratings, rated, team_results(ranks), strict=True)
+    ):
+        rank = ranks[index]
+        for player, old, new in zip(ids, before, after, strict=True):
+            players.append(PlayerResult(player, index, rank, old, new, win, loss, draw))
     return RatedMatch(quality, tuple(players))

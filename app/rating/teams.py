@@ -170,7 +170,11 @@ def read_weights(
             ones.append([1.0] * len(team))
         return ones
     plural = f"{name}s"
-    if isinstance(weights, Mapping):
+    # Lists and tuples are told apart from the other shapes without the ABCs' isinstance,
+    # which costs more than the rest of a small match's checks (as in read_groups).
+    kind = type(weights)
+    plain = kind is list or kind is tuple
+    if not plain and isinstance(weights, Mapping):
         out = [[1.0] * len(team) for team in ratings]
         for where, value in weights.items():
             if not (isinstance(where, tuple) and len(where) == 2):
@@ -188,11 +192,18 @@ def read_weights(
                 index = player
             out[team][index] = _weight(value, team, player, name)
         return _checked_teams(out)
-    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != len(ratings):
+    if (not plain and (isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence))) or len(
+        weights
+    ) != len(ratings):
         raise RatingInputError(f"{plural} must have one entry per team ({len(ratings)})")
     out = []
     for index, (team_weights, team) in enumerate(zip(weights, ratings, strict=True)):
-        if isinstance(team_weights, (str, bytes)) or not isinstance(team_weights, Sequence):
+        kind = type(team_weights)
+        if (
+            kind is not list
+            and kind is not tuple
+            and (isinstance(team_weights, (str, bytes)) or not isinstance(team_weights, Sequence))
+        ):
             raise RatingInputError(f"{plural} of team {index} must be a sequence")
         if len(team_weights) != len(team):
             raise RatingInputError(

@@ -33,7 +33,7 @@ def one_v_one(match_id: str, mode: str, winner: str, loser: str) -> MatchIn:
 async def gathered(app: FastAPI, matches: list[MatchIn]) -> list[Recorded | BaseException]:
     """Post `matches` at once through a fresh group-commit queue, in list order."""
     resources = app.state.resources
-    queue = GroupCommit(resources.engine, resources.sessions)
+    queue = GroupCommit(resources.engine, resources.sessions, resources.settings.db_statement_timeout_ms)
     try:
         return await asyncio.gather(*(queue.record(m) for m in matches), return_exceptions=True)
     finally:
@@ -171,7 +171,7 @@ async def test_an_unreachable_database_fails_every_post_of_the_group(app: FastAP
 
     resources = app.state.resources
     engine = build_engine(resources.settings, "postgresql://postgres@127.0.0.1:1/nowhere")
-    queue = GroupCommit(engine, build_sessionmaker(engine))
+    queue = GroupCommit(engine, build_sessionmaker(engine), resources.settings.db_statement_timeout_ms)
     matches = [one_v_one(f"{mode}-u{n}", mode, f"u{n}", f"v{n}") for n in range(6)]
     try:
         async with asyncio.timeout(120):  # a post left waiting would hang here
