@@ -60,10 +60,11 @@ _CLAIM = f"""
         FROM jsonb_to_recordset(CAST(%(players)s AS jsonb))
              AS w(match_id varchar, mode varchar, player_id varchar, mu float8, sigma float8)
         JOIN claimed USING (match_id)
-        -- Only players without a rating here: an insert that conflicts still runs the BEFORE
-        -- INSERT trigger (season_stamp) and probes every index, for every rated player. A
-        -- rating another transaction is inserting is not seen here; ON CONFLICT waits for it.
-        WHERE NOT EXISTS (SELECT FROM ratings r WHERE r.mode = w.mode AND r.player_id = w.player_id)
+        -- Every player, rated or not: the insert's BEFORE INSERT trigger (season_stamp) is
+        -- what catches up a rating still in the ended season before _LOCK reads it. Leaving
+        -- rated players out here would judge "behind" on this statement's snapshot, taken
+        -- before the guard waited out a season switch: a post right after a switch would then
+        -- be rated on the ended season's rating. The trigger reads the mode with a fresh one.
     ), new_players AS (
         INSERT INTO players (id)
         SELECT DISTINCT player_id FROM wanted ORDER BY player_id
