@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -35,18 +35,14 @@ NEVER = np.iinfo(np.int64).min  # last_played of a player without a rated match
 
 @dataclass(slots=True)
 class ReplayMatches:
-    """Matches in replay order. Match i's participants are entries start[i]:start[i+1],
-    team by team; `player` indexes `names`; a missing coefficient is NaN."""
+    """Matches in replay order: per match its key, id and time, and `entries`, its
+    participants as app.rating.levels lays them out, except that `entries.player` indexes
+    `names` (rating then maps each name to its place in the ratings)."""
 
     pks: Index
     match_ids: list[str]
     played_us: Index  # microseconds since 1970-01-01 UTC
-    start: Index
-    player: Index
-    team: Index
-    rank: Array
-    weight: Array
-    coefficient: Array
+    entries: Matches
     names: list[str]
 
     @property
@@ -120,9 +116,9 @@ def rate(
     progress: Callable[[float], None] = lambda _: None,
 ) -> Rated:
     """Rate `history` on top of `state` (updated in place), level by level (app/rating/levels.py)."""
-    entries = len(history.player)
-    player = state.adopt(history.names, env, seeds)[history.player] if entries else history.player
-    matches = Matches(history.start, player, history.team, history.rank, history.weight, history.coefficient)
+    named = history.entries
+    player = state.adopt(history.names, env, seeds)[named.player] if len(named.player) else named.player
+    matches = replace(named, player=player)
     done = rate_levels(env, matches, state.mu, state.sigma, progress)
     skipped = [f"{history.match_ids[i]}: {reason}" for i, reason in sorted(done.refused.items())]
     out = Rated(
@@ -137,7 +133,7 @@ def rate(
 def _count(
     history: ReplayMatches, player: Index, rated: Mask, wins: Index, losses: Index, draws: Index, state: State
 ) -> None:
-    match_of = np.repeat(np.arange(history.matches, dtype=np.int64), np.diff(history.start))
+    match_of = np.repeat(np.arange(history.matches, dtype=np.int64), np.diff(history.entries.start))
     counted = rated[match_of]
     who = player[counted]
     size = len(state.names)
@@ -154,10 +150,10 @@ def instant(us: int) -> dt.datetime:
 
 def responses(mode: str, k: float, history: ReplayMatches, rated: Rated) -> list[tuple[int, float, str]]:
     """(match pk, quality, stored response) of every rated match, in replay order."""
-    names, player, team = history.names, history.player.tolist(), history.team.tolist()
+    names, player, team = history.names, history.entries.player.tolist(), history.entries.team.tolist()
     b_mu, b_sigma = rated.before_mu.tolist(), rated.before_sigma.tolist()
     a_mu, a_sigma = rated.after_mu.tolist(), rated.after_sigma.tolist()
-    bounds = history.start.tolist()
+    bounds = history.entries.start.tolist()
     moments: dict[int, str] = {}
     out = []
     for i, (pk, match_id, us, quality, done) in enumerate(

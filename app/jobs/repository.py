@@ -30,6 +30,7 @@ from app.db.bulk import (
 from app.db.conservative import conservative_sql
 from app.jobs import replay
 from app.leaderboards import repository as leaderboards
+from app.rating.levels import Matches
 
 # -- the job queue ----------------------------------------------------------------------
 
@@ -237,9 +238,8 @@ async def history(
     by_entry = np.lexsort((columns[2], columns[1], columns[0]))
     ords, team, player, rank, weight, coefficient = (column[by_entry] for column in columns)
     start = np.searchsorted(ords, np.arange(len(pks) + 1)).astype(np.int64)
-    return replay.ReplayMatches(
-        pks, match_ids, us, start, player, team.astype(np.int64), rank, weight, coefficient, names
-    )
+    entries = Matches(start, player, team.astype(np.int64), rank, weight, coefficient)
+    return replay.ReplayMatches(pks, match_ids, us, entries, names)
 
 
 async def seeds(session: AsyncSession, mode: str) -> dict[str, tuple[float, float]]:
@@ -282,7 +282,7 @@ async def stage_participants(
     """COPY the rated matches' participants (players by replay index) into a temporary table."""
     conn = await driver(session)
     await _staging(conn)
-    sizes = np.diff(history.start)
+    sizes = np.diff(history.entries.start)
     done = np.repeat(rated.rated, sizes)
     await copy_in_columns(
         conn,

@@ -32,12 +32,12 @@ from psycopg import AsyncConnection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app import metrics
-from app.errors import AppError, Conflict
+from app.errors import AppError
 from app.matches import repository
 from app.matches.repository import Claim, Claimed, MatchColumns, ParticipantColumns, RatingColumns
 from app.matches.schemas import MatchIn, MatchOut, wire_json
-from app.matches.service import Prepared, Recorded, Reference, prepare_all, refusal, retry
-from app.rating.levels import Matches, rate_levels
+from app.matches.service import Prepared, Recorded, Reference, prepare_all, refusal, retry, stored_reference
+from app.rating.levels import Matches, Rated, rate_levels
 
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.int64]
@@ -87,15 +87,9 @@ class _Rating:
     player: Index  # each entry's player index
     mu: Array  # each player's rating after the batch (before it, for players not in a new match)
     sigma: Array
-    before_mu: Array
-    before_sigma: Array
-    after_mu: Array
-    after_sigma: Array
-    wins: Index
-    losses: Index
-    draws: Index
-    quality: Array
-    refused: dict[int, str]  # position in `fresh` -> the engine's reason
+    # Per entry and per match as `fresh` lists them; `refused` maps a position in `fresh` to
+    # the engine's reason.
+    result: Rated
 
 
 async def _apply(
@@ -111,11 +105,11 @@ async def _apply(
                 claims.setdefault(item.match.match_id, item.claim())
         claimed = await repository.claim(conn, list(claims.values()))
         rating = _rate(prepared, _fresh(prepared, claimed, excluded), claimed)
-        if not rating.refused:
+        if not rating.result.refused:
             break
         # Rare (a tie in a mode without draws): claim again without the refused matches, so
         # that nothing of them is written and a later item with their id is the first post.
-        excluded.update({rating.fresh[at]: refusal(reason) for at, reason in rating.refused.items()})
+        excluded.update({rating.fresh[at]: refusal(reason) for at, reason in rating.result.refused.items()})
         await repository.rollback_claims(conn)
     trees = _responses(prepared, rating)
     counts: dict[str, tuple[int, int]] = {}
@@ -172,12 +166,8 @@ def _rate(prepared: Sequence[Prepared | AppError], fresh: list[int], claimed: Cl
         np.array(coefficient, dtype=np.float64),
     )
     entries = len(player)
-    out = _Rating(
-        fresh, starts, keys, flat.player, mu, sigma,
-        np.zeros(entries), np.zeros(entries), np.zeros(entries), np.zeros(entries),
-        np.zeros(entries, dtype=np.int64), np.zeros(entries, dtype=np.int64),
-        np.zeros(entries, dtype=np.int64), np.zeros(len(fresh)), {},
-    )  # fmt: skip
+    out = _Rating(fresh, starts, keys, flat.player, mu, sigma, Rated.empty(entries, len(fresh)))
+    result = out.result
     items = _items(prepared, fresh)
     modes: dict[str, list[int]] = {}
     for position, item in enumerate(items):
@@ -194,11 +184,11 @@ def _rate(prepared: Sequence[Prepared | AppError], fresh: list[int], claimed: Cl
             flat.player[at], flat.team[at], flat.rank[at], flat.weight[at], flat.coefficient[at],
         )  # fmt: skip
         done = rate_levels(rules.env, part, mu, sigma)
-        out.before_mu[at], out.before_sigma[at] = done.before_mu, done.before_sigma
-        out.after_mu[at], out.after_sigma[at] = done.after_mu, done.after_sigma
-        out.wins[at], out.losses[at], out.draws[at] = done.wins, done.losses, done.draws
-        out.quality[chosen] = done.quality
-        out.refused.update({positions[i]: reason for i, reason in done.refused.items()})
+        result.before_mu[at], result.before_sigma[at] = done.before_mu, done.before_sigma
+        result.after_mu[at], result.after_sigma[at] = done.after_mu, done.after_sigma
+        result.wins[at], result.losses[at], result.draws[at] = done.wins, done.losses, done.draws
+        result.quality[chosen], result.rated[chosen] = done.quality, done.rated
+        result.refused.update({positions[i]: reason for i, reason in done.refused.items()})
     return out
 
 
@@ -207,14 +197,14 @@ def _responses(prepared: Sequence[Prepared | AppError], rating: _Rating) -> list
     `service.rated_match_out` validates into a model for a single post)."""
     k = np.array([prepared[at].rules.conservative_k for at in rating.fresh])  # type: ignore[union-attr]
     per_entry = np.repeat(k, np.diff(rating.start))
-    b_mu, b_sigma = rating.before_mu.tolist(), rating.before_sigma.tolist()
-    a_mu, a_sigma = rating.after_mu.tolist(), rating.after_sigma.tolist()
+    b_mu, b_sigma = rating.result.before_mu.tolist(), rating.result.before_sigma.tolist()
+    a_mu, a_sigma = rating.result.after_mu.tolist(), rating.result.after_sigma.tolist()
     # app.rating.conservative, mu − k·sigma, elementwise: the same two IEEE operations.
-    b_cons = (rating.before_mu - per_entry * rating.before_sigma).tolist()
-    a_cons = (rating.after_mu - per_entry * rating.after_sigma).tolist()
+    b_cons = (rating.result.before_mu - per_entry * rating.result.before_sigma).tolist()
+    a_cons = (rating.result.after_mu - per_entry * rating.result.after_sigma).tolist()
     bounds = rating.start.tolist()
     trees = []
-    for position, (at, quality) in enumerate(zip(rating.fresh, rating.quality.tolist(), strict=True)):
+    for position, (at, quality) in enumerate(zip(rating.fresh, rating.result.quality.tolist(), strict=True)):
         item = prepared[at]
         assert isinstance(item, Prepared)
         match = item.match
@@ -275,9 +265,9 @@ async def _write(
             mu=rating.mu[players].tolist(),
             sigma=rating.sigma[players].tolist(),
             matches=touched[players].tolist(),
-            win=np.bincount(rating.player, rating.wins, counted)[players].astype(np.int64).tolist(),
-            loss=np.bincount(rating.player, rating.losses, counted)[players].astype(np.int64).tolist(),
-            draw=np.bincount(rating.player, rating.draws, counted)[players].astype(np.int64).tolist(),
+            win=np.bincount(rating.player, rating.result.wins, counted)[players].astype(np.int64).tolist(),
+            loss=np.bincount(rating.player, rating.result.losses, counted)[players].astype(np.int64).tolist(),
+            draw=np.bincount(rating.player, rating.result.draws, counted)[players].astype(np.int64).tolist(),
             played_us=latest[players].tolist(),
         ),
         ParticipantColumns(
@@ -293,14 +283,14 @@ async def _write(
             ],
             weight=[p.weight for p in participants],
             coefficient=[p.coefficient for p in participants],
-            mu_before=rating.before_mu.tolist(),
-            sigma_before=rating.before_sigma.tolist(),
-            mu_after=rating.after_mu.tolist(),
-            sigma_after=rating.after_sigma.tolist(),
+            mu_before=rating.result.before_mu.tolist(),
+            sigma_before=rating.result.before_sigma.tolist(),
+            mu_after=rating.result.after_mu.tolist(),
+            sigma_after=rating.result.after_sigma.tolist(),
         ),
         MatchColumns(
             pk=pks,
-            quality=rating.quality.tolist(),
+            quality=rating.result.quality.tolist(),
             # applied_seq in the listed order: drawn under the locks, in increasing order.
             seq=claimed.sequence[: len(items)],
             responses=wire_json(trees).decode(),
@@ -363,7 +353,4 @@ def _reference(
         return Reference(
             first.fingerprint, first.played_at, MatchOut.model_validate({**tree, "created": False})
         )
-    stored = claimed.taken.get(match_id)
-    if stored is None:  # pragma: no cover - the claim saw it, and matches are never deleted
-        raise Conflict(f"match {match_id!r} is being recorded; retry")
-    return Reference.of(stored)
+    return stored_reference(claimed, match_id)

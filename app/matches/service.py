@@ -200,6 +200,14 @@ def retry(reference: Reference, prepared: Prepared) -> Recorded:
     return Recorded(match, match_json(match), created=False)
 
 
+def stored_reference(claimed: Claimed, match_id: str) -> Reference:
+    """What a post of `match_id`, an id taken before this transaction's claim, is compared with."""
+    stored = claimed.taken.get(match_id)
+    if stored is None:  # pragma: no cover - the claim saw it, and matches are never deleted
+        raise Conflict(f"match {match_id!r} is being recorded; retry")
+    return Reference.of(stored)
+
+
 def refusal(reason: str) -> ValidationFailed:
     """The 422 of a match the engine refuses (a tie in a mode without draws)."""
     return ValidationFailed(reason, errors=[{"loc": ["body", "teams"], "msg": reason}])
@@ -293,10 +301,7 @@ def _outcomes(
                 references[match_id] = Reference(item.fingerprint, item.played_at, recorded.match)
                 outcomes.append(recorded)
             else:
-                stored = claimed.taken.get(match_id)
-                if stored is None:  # pragma: no cover - the claim saw it, and matches are never deleted
-                    raise Conflict(f"match {match_id!r} is being recorded; retry")
-                references[match_id] = Reference.of(stored)
+                references[match_id] = stored_reference(claimed, match_id)
                 outcomes.append(retry(references[match_id], item))
         except AppError as exc:
             if match_id in claimed.new and match_id not in references:

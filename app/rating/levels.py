@@ -71,6 +71,15 @@ class Rated:
     rated: Mask
     refused: dict[int, str]
 
+    @classmethod
+    def empty(cls, entries: int, matches: int) -> Rated:
+        """Zeros for `entries` participants of `matches` matches, every match rated."""
+        return cls(
+            np.zeros(entries), np.zeros(entries), np.zeros(entries), np.zeros(entries),
+            np.zeros(entries, dtype=np.int64), np.zeros(entries, dtype=np.int64),
+            np.zeros(entries, dtype=np.int64), np.zeros(matches), np.ones(matches, dtype=bool), {},
+        )  # fmt: skip
+
 
 def rate_levels(
     env: TrueSkill,
@@ -82,11 +91,7 @@ def rate_levels(
     """Rate `matches` in order on the ratings `mu`, `sigma` (one per player index, updated in
     place to every player's rating after the last of their matches), level by level."""
     n, entries = matches.count, len(matches.player)
-    out = Rated(
-        np.zeros(entries), np.zeros(entries), np.zeros(entries), np.zeros(entries),
-        np.zeros(entries, dtype=np.int64), np.zeros(entries, dtype=np.int64),
-        np.zeros(entries, dtype=np.int64), np.zeros(n), np.ones(n, dtype=bool), {},
-    )  # fmt: skip
+    out = Rated.empty(entries, n)
     if n == 0:
         return out
     start, team, weight, player = matches.start, matches.team, matches.weight, matches.player

@@ -11,6 +11,7 @@ import pytest
 from app.jobs import replay
 from app.rating import Rating, RatingInputError, TrueSkill
 from app.rating.history.schedule import chain_levels
+from app.rating.levels import Matches
 from app.rating.match import MatchTeams, rate_match
 
 TOLERANCE = 1e-12
@@ -40,12 +41,14 @@ def make_history(rng: random.Random, count: int, players: int, weighted: bool) -
         pks=np.arange(1, count + 1, dtype=np.int64),
         match_ids=[f"m{i}" for i in range(count)],
         played_us=np.arange(count, dtype=np.int64) * 60_000_000,
-        start=np.array(start, dtype=np.int64),
-        player=np.array(player, dtype=np.int64),
-        team=np.array(team, dtype=np.int64),
-        rank=np.array(rank),
-        weight=np.array(weight),
-        coefficient=np.array(coefficient),
+        entries=Matches(
+            start=np.array(start, dtype=np.int64),
+            player=np.array(player, dtype=np.int64),
+            team=np.array(team, dtype=np.int64),
+            rank=np.array(rank),
+            weight=np.array(weight),
+            coefficient=np.array(coefficient),
+        ),
         names=names,
     )
 
@@ -58,21 +61,22 @@ def one_at_a_time(
     entries: list[tuple[float, float, float, float]] = []
     qualities: list[float | None] = []
     for i in range(history.matches):
-        lo, hi = int(history.start[i]), int(history.start[i + 1])
-        count = int(history.team[lo:hi].max()) + 1
-        rows = [[e for e in range(lo, hi) if history.team[e] == t] for t in range(count)]
-        ids = [[history.names[history.player[e]] for e in row] for row in rows]
+        lo, hi = int(history.entries.start[i]), int(history.entries.start[i + 1])
+        count = int(history.entries.team[lo:hi].max()) + 1
+        rows = [[e for e in range(lo, hi) if history.entries.team[e] == t] for t in range(count)]
+        ids = [[history.names[history.entries.player[e]] for e in row] for row in rows]
         ratings = [
             [current.get(p, (Rating(*seeds.get(p, (env.mu, env.sigma))), 0))[0] for p in team] for team in ids
         ]
         coefficients = [
-            [1.0 if np.isnan(history.coefficient[e]) else history.coefficient[e] for e in row] for row in rows
+            [1.0 if np.isnan(history.entries.coefficient[e]) else history.entries.coefficient[e] for e in row]
+            for row in rows
         ]
         teams = MatchTeams(
             ids,
             ratings,
-            [float(history.rank[row[0]]) for row in rows],
-            [[float(history.weight[e]) for e in row] for row in rows],
+            [float(history.entries.rank[row[0]]) for row in rows],
+            [[float(history.entries.weight[e]) for e in row] for row in rows],
             coefficients if env.team_performance == "weighted" else None,
         )
         try:
@@ -118,7 +122,7 @@ def test_level_by_level_equals_one_at_a_time(name: str) -> None:
         assert any(skipped), "ties without draws are refused, on both paths"
     else:
         assert not any(skipped)
-    done = np.repeat(rated.rated, np.diff(history.start))
+    done = np.repeat(rated.rated, np.diff(history.entries.start))
     expected = np.array(entries)[done]
     for column, got in enumerate((rated.before_mu, rated.before_sigma, rated.after_mu, rated.after_sigma)):
         np.testing.assert_allclose(got[done], expected[:, column], rtol=TOLERANCE, atol=TOLERANCE)
