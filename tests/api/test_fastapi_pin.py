@@ -1,0 +1,43 @@
+"""app/api/matches.py runs POST /v1/matches below FastAPI's request handling, on parts of
+FastAPI that are not a published API: FastAPI is pinned exactly, and these tests fail when the
+installed version or those parts change, so an upgrade is a deliberate edit of both."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import tomllib
+from pathlib import Path
+
+import fastapi
+from fastapi.dependencies.utils import request_body_to_args
+from fastapi.routing import APIRoute
+
+from app.api.matches import router
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def pinned_fastapi() -> str:
+    dependencies = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
+    pins = [m for d in dependencies if (m := re.fullmatch(r"fastapi==([\w.]+)", d))]
+    assert len(pins) == 1, f"fastapi must be pinned with == in pyproject.toml: {dependencies}"
+    return pins[0].group(1)
+
+
+def test_the_installed_fastapi_is_the_pinned_one() -> None:
+    assert fastapi.__version__ == pinned_fastapi()
+
+
+def test_the_parts_the_match_route_uses_have_the_shape_it_expects() -> None:
+    assert list(inspect.signature(request_body_to_args).parameters) == [
+        "body_fields",
+        "received_body",
+        "embed_body_fields",
+    ]
+    assert inspect.iscoroutinefunction(request_body_to_args)
+    assert list(inspect.signature(APIRoute.get_route_handler).parameters) == ["self"]
+    post = next(r for r in router.routes if isinstance(r, APIRoute) and r.path == "/v1/matches")
+    # The handler validates with the route's own body field and passes it first.
+    assert post.body_field is not None
+    assert post.body_field.name == next(iter(inspect.signature(post.endpoint).parameters))
