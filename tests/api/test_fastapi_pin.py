@@ -5,28 +5,17 @@ installed version or those parts change, so an upgrade is a deliberate edit of b
 from __future__ import annotations
 
 import inspect
-import re
-import tomllib
-from pathlib import Path
 
 import fastapi
 from fastapi.dependencies.utils import request_body_to_args
 from fastapi.routing import APIRoute
 
 from app.api.matches import router
-
-PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
-
-
-def pinned_fastapi() -> str:
-    dependencies = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
-    pins = [m for d in dependencies if (m := re.fullmatch(r"fastapi==([\w.]+)", d))]
-    assert len(pins) == 1, f"fastapi must be pinned with == in pyproject.toml: {dependencies}"
-    return pins[0].group(1)
+from tests.pins import pinned
 
 
 def test_the_installed_fastapi_is_the_pinned_one() -> None:
-    assert fastapi.__version__ == pinned_fastapi()
+    assert fastapi.__version__ == pinned("fastapi")
 
 
 def test_the_parts_the_match_route_uses_have_the_shape_it_expects() -> None:

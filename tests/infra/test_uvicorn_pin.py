@@ -5,26 +5,16 @@ that class the supervisor uses change, so an upgrade is a deliberate edit of bot
 from __future__ import annotations
 
 import inspect
-import re
-import tomllib
-from pathlib import Path
 
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors.multiprocess import Process
 
-PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
-
-
-def pinned_uvicorn() -> str:
-    dependencies = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
-    pins = [m for d in dependencies if (m := re.fullmatch(r"uvicorn(\[[\w,]+\])?==([\w.]+)", d))]
-    assert len(pins) == 1, f"uvicorn must be pinned with == in pyproject.toml: {dependencies}"
-    return pins[0].group(2)
+from tests.pins import pinned
 
 
 def test_the_installed_uvicorn_is_the_pinned_one() -> None:
-    assert uvicorn.__version__ == pinned_uvicorn()
+    assert uvicorn.__version__ == pinned("uvicorn")
 
 
 def test_the_worker_process_class_has_the_shape_workers_py_uses() -> None:
