@@ -67,10 +67,10 @@ def seed(url: str, players: int) -> float:
 
 def postmaster(url: str) -> int:
     """The PostgreSQL server's process id (the parent of this connection's backend)."""
-    with psycopg.connect(url) as conn:
+    with psycopg.connect(url) as conn:  # read while the backend lives
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()
-    assert backend is not None
-    status = Path(f"/proc/{backend[0]}/status").read_text()
+        assert backend is not None
+        status = Path(f"/proc/{backend[0]}/status").read_text()
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
 
 
