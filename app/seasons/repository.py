@@ -62,13 +62,12 @@ def partition(season_id: int) -> str:
     return f"season_standings_{int(season_id)}"
 
 
-# Filled without an index or a foreign key (each would cost per row, in random order); the
-# CHECK lets ATTACH PARTITION skip its scan.
-def _open_sql(season_id: int) -> str:
-    table = partition(season_id)
+# A season's archive as a plain table: no index or foreign key while it is filled (each would
+# cost per row, in random order); the CHECK lets ATTACH PARTITION skip its scan.
+def _table_sql(table: str, season_id: int) -> str:
     return (
         f"CREATE TABLE {table} (LIKE season_standings INCLUDING DEFAULTS,"
-        f" CONSTRAINT ck_{table}_season CHECK (season_id = {int(season_id)}))"
+        f" CONSTRAINT ck_{partition(season_id)}_season CHECK (season_id = {int(season_id)}))"
     )
 
 
@@ -91,8 +90,7 @@ def _ranked_sql(season_id: int, min_matches: int) -> list[str]:
     filling, ranked = partition(season_id), f"{partition(season_id)}_ranked"
     eligible = f"matches >= {int(min_matches)}"
     return [
-        f"CREATE TABLE {ranked} (LIKE season_standings INCLUDING DEFAULTS,"
-        f" CONSTRAINT ck_{filling}_season CHECK (season_id = {int(season_id)}))",
+        _table_sql(ranked, season_id),
         f"""INSERT INTO {ranked} (season_id, {_VALUES})
             SELECT season_id, player_id,
                    CASE WHEN {eligible}
@@ -196,7 +194,7 @@ async def switch(
     ended = int(
         (await session.execute(_END, {"mode": mode, "season": ending, "end_seq": boundary})).scalar_one()
     )
-    await session.execute(text(_open_sql(ended)))
+    await session.execute(text(_table_sql(partition(ended), ended)))
     pull, widen = factors
     await session.execute(
         _START,
