@@ -11,8 +11,9 @@
 4. After a few seconds, starts a season (`POST /v1/modes/{mode}/seasons`) and follows the
    job to its end, then posts a few seconds more.
 5. Prints the job's time, how long it held the mode's posts (its `seconds.locked`), the
-   posts' longest wait and p99 around the switch, any failed post, and checks that every
-   posted match landed in exactly one season (ended: applied_seq <= the boundary).
+   PostgreSQL server's CPU time over the switch (local servers: /proc), the posts' longest
+   wait and p99 around the switch, any failed post, and checks that every posted match
+   landed in exactly one season (ended: applied_seq <= the boundary).
 """
 
 from __future__ import annotations
@@ -64,6 +65,38 @@ def seed(url: str, players: int) -> float:
     return time.perf_counter() - started
 
 
+def postmaster(url: str) -> int:
+    """The PostgreSQL server's process id (the parent of this connection's backend)."""
+    with psycopg.connect(url) as conn:  # read while the backend lives
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert backend is not None
+        status = Path(f"/proc/{backend[0]}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+
+
+def cpu(parent: int) -> tuple[float, float]:
+    """CPU seconds (user + system) of a process, and of it with its live children: the
+    service's process; the PostgreSQL server's (the backends of the job and of the posts, and
+    the background writers)."""
+    alone, total = 0, 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            pid, rest = stat.read_text().split(" ", 1)
+        except OSError:
+            continue
+        fields = rest.rsplit(")", 1)[1].split()
+        if int(pid) == parent or int(fields[1]) == parent:
+            total += int(fields[11]) + int(fields[12])
+            if int(pid) == parent:
+                alone = int(fields[11]) + int(fields[12])
+    return alone / os.sysconf("SC_CLK_TCK"), total / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_now(service: int, server: int) -> tuple[float, float]:
+    """(the service's CPU seconds, the PostgreSQL server's)."""
+    return cpu(service)[0], cpu(server)[1]
+
+
 class Load:
     """Posting clients: every post's (start time, seconds, status)."""
 
@@ -95,13 +128,14 @@ class Load:
                 self.ids.append(match_id)
 
 
-async def run(base: str, key: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
+async def run(base: str, key: str, url: str, service: int, args: argparse.Namespace) -> dict[str, Any]:
     load = Load(base, key, args.players)
+    server = postmaster(url)
     posters = [asyncio.create_task(load.poster(w)) for w in range(args.posters)]
     await asyncio.sleep(args.before)
     headers = {"Authorization": f"Bearer {key}"}
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:
-        asked = time.perf_counter()
+        asked, cpu_asked = time.perf_counter(), cpu_now(service, server)
         accepted = await http.post(f"/v1/modes/{MODE}/seasons", json={"name": "s1", "reset": args.reset})
         accepted.raise_for_status()
         while (job := (await http.get(accepted.headers["Location"])).json())["status"] not in (
@@ -109,7 +143,7 @@ async def run(base: str, key: str, url: str, args: argparse.Namespace) -> dict[s
             "failed",
         ):
             await asyncio.sleep(0.2)
-        finished = time.perf_counter()
+        finished, cpu_finished = time.perf_counter(), cpu_now(service, server)
     await asyncio.sleep(args.after)
     load.stop.set()
     await asyncio.gather(*posters)
@@ -136,6 +170,11 @@ async def run(base: str, key: str, url: str, args: argparse.Namespace) -> dict[s
         # archive): where a re-run should look first.
         "job_phases_s": {k: v for k, v in job["result"]["seconds"].items() if k not in ("total", "locked")},
         "job_wall_s": round(finished - asked, 3),
+        # CPU over the switch: the service's process (posts and the job share its event loop),
+        # and PostgreSQL's, the job's backend with the posts' (a backend that exits meanwhile
+        # is not counted; the service's pool keeps them).
+        "service_cpu_during_switch_s": round(cpu_finished[0] - cpu_asked[0], 1),
+        "postgres_cpu_during_switch_s": round(cpu_finished[1] - cpu_asked[1], 1),
         "posts": len(load.samples),
         "posts_failed": len(failed),
         "failed_statuses": sorted({s[2] for s in failed}),
@@ -168,7 +207,7 @@ def main() -> None:
             http.put(f"/v1/modes/{MODE}", json={}).raise_for_status()
         seeded = seed(url, args.players)
         print(f"seeded {args.players} rated players in {seeded:.1f} s", file=sys.stderr)
-        print(json.dumps(asyncio.run(run(served.base, served.key, url, args)), indent=2))
+        print(json.dumps(asyncio.run(run(served.base, served.key, url, served.pid, args)), indent=2))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from sqlalchemy import (
     DateTime,
     Double,
     ForeignKey,
+    Identity,
     Integer,
     String,
     UniqueConstraint,
@@ -86,6 +87,8 @@ class Season(Base):
 
     mode: Mapped[str] = mapped_column(ForeignKey("modes.name", ondelete="CASCADE"), primary_key=True)
     name: Mapped[str] = mapped_column(ID, primary_key=True)
+    # One column naming the season (migration 0010): what `season_standings` is partitioned by.
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), unique=True)
     ordinal: Mapped[int] = mapped_column(Integer)
     reset: Mapped[str] = mapped_column(String(8))
     pull: Mapped[float] = mapped_column(Double)

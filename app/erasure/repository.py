@@ -8,11 +8,12 @@ other players' before/after values, stored responses and a replay stay as they w
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.locks import lock_mode
 from app.matches.fingerprint import fingerprint_sql
+from app.seasons import repository as seasons
 
 _EXISTS = text("SELECT 1 FROM players WHERE id = :old")
 _MODES = text("SELECT name FROM modes ORDER BY name")
@@ -79,18 +80,38 @@ async def lock_every_mode(session: AsyncSession) -> None:
 _ARCHIVE_PENDING = text(
     "SELECT season_catch_up(mode, ARRAY[CAST(:old AS varchar)]) FROM ratings WHERE player_id = :old"
 )
-# Archived season standings keep rank, rating and counts under the pseudonym.
+# Archived season standings keep rank, rating and counts under the pseudonym: those attached
+# (ranked), and those of a switch still filling its archive (not a partition yet).
 _STANDINGS = text("UPDATE season_standings SET player_id = :new WHERE player_id = :old")
+
+
+def _filling_standings(season_id: int) -> TextClause:
+    return text(f"UPDATE {seasons.partition(season_id)} SET player_id = :new WHERE player_id = :old")
+
 
 # Every table that keeps history naming a player, renamed in this order.
 _RENAMES = [_ARCHIVE_PENDING, _MATCHES, _SEEDS, _STANDINGS]
 
 
+async def hold_filling_archives(session: AsyncSession) -> None:
+    """Keep the archives being filled from being ranked until commit: the rename below must
+    reach their rows. Taken before the modes' locks, so that waiting for a ranking under way
+    (seconds, on a big mode) holds no match post."""
+    for season_id in await seasons.filling(session):
+        await seasons.hold_filling(session, season_id)
+
+
 async def pseudonymise(session: AsyncSession, player_id: str, pseudonym: str) -> None:
-    """Rename the player to the pseudonym in every stored row that keeps history (_RENAMES)."""
+    """Rename the player to the pseudonym in every stored row that keeps history (_RENAMES,
+    then the archives being filled). The caller holds every mode's lock: no switch starts an
+    archive meanwhile."""
     params = {"old": player_id, "new": pseudonym}
     for statement in _RENAMES:
         await session.execute(statement, params)
+    for season_id in await seasons.filling(session):
+        # Held already, unless its switch committed after hold_filling_archives listed them.
+        await seasons.hold_filling(session, season_id)
+        await session.execute(_filling_standings(season_id), params)
 
 
 async def remove(session: AsyncSession, player_id: str) -> None:

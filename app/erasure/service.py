@@ -46,6 +46,7 @@ async def erase_player(session: AsyncSession, redis: RedisClient, player_id: str
         touched += await QueueStore(redis, mode.name).erase_player(player_id, pseudonym, time.time(), ttl)
     found = await repository.exists(session, player_id)
     if found:
+        await repository.hold_filling_archives(session)
         await repository.lock_every_mode(session)
         await repository.pseudonymise(session, player_id, pseudonym)
         await repository.remove(session, player_id)

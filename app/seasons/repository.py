@@ -3,22 +3,22 @@ archived leaderboards, and a replay's scope.
 
 The switch runs under the mode's exclusive lock (app.leaderboards.repository.lock_mode):
 no match of the mode is being written, so `match_applied_seq`'s last value is the
-boundary between the season that ends and the one that starts. It only writes the season
-rows and moves `modes.season` on; the ratings are archived and reset row by row by
-`season_catch_up` (migration 0009): by the job in chunks, and by the trigger on ratings for
-a player a match reaches first.
+boundary between the season that ends and the one that starts. It writes the season rows,
+creates the ending season's archive (a plain table, the partition-to-be of `season_standings`,
+migration 0010) and moves `modes.season` on; the ratings are archived (unranked) and reset row
+by row by `season_catch_up`: by the job in chunks of id ranges, and by the trigger on ratings
+for a player a match reaches first. The job then ranks the archive by a window function,
+indexes it by sort and attaches it (`rank`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.bulk import driver
 from app.db.models import Season
 from app.leaderboards.repository import Row
 
@@ -43,6 +43,7 @@ _FIRST = text("""
 _END = text("""
     UPDATE seasons s SET ended_at = now(), end_seq = :end_seq, min_matches = m.min_matches_for_leaderboard
     FROM modes m WHERE m.name = :mode AND s.mode = :mode AND s.name = :season
+    RETURNING s.id
 """)
 
 _START = text("""
@@ -52,71 +53,97 @@ _START = text("""
 
 _ADVANCE = text("UPDATE modes SET season = :ordinal WHERE name = :mode")
 
-# The ended season's standings as they were at the switch, in one snapshot: rows archived
-# already, and rows still behind (their values unchanged since). Best first, as the live
-# leaderboard ranked at the switch: conservative descending, ties by player id, then the
-# players below the minimum of matches the mode asked then.
-_ORDER = """
-    SELECT u.player_id, u.behind, u.matches >= s.min_matches AS eligible
-    FROM (
-        SELECT player_id, conservative, matches, true AS behind FROM ratings
-        WHERE mode = %(mode)s AND season < %(ordinal)s
-        UNION ALL
-        SELECT player_id, conservative, matches, false FROM season_standings
-        WHERE mode = %(mode)s AND season = %(season)s
-    ) AS u, seasons s
-    WHERE s.mode = %(mode)s AND s.name = %(season)s
-    ORDER BY u.matches >= s.min_matches DESC, u.conservative DESC, u.player_id
-"""
-# Rows converted per step: the service's event loop answers requests between steps.
-_BATCH = 20_000
+_VALUES = "player_id, rank, mu, sigma, conservative, matches, wins, losses, draws, last_played_at"
 
-_CATCH_UP = text("SELECT season_catch_up(:mode, CAST(:players AS varchar[]), CAST(:ranks AS bigint[]))")
 
-_UNRANKED = text(
-    "SELECT player_id FROM season_standings WHERE mode = :mode AND season = :season AND rank IS NULL"
-)
+# An ended season's archive until it is ranked: a plain table, the partition-to-be of
+# `season_standings` (migration 0010; its `season_catch_up` builds the same name).
+def partition(season_id: int) -> str:
+    return f"season_standings_{int(season_id)}"
 
-_SET_RANKS = text("""
-    UPDATE season_standings a SET rank = x.rank
-    FROM unnest(CAST(:players AS varchar[]), CAST(:ranks AS bigint[])) AS x(player_id, rank)
-    WHERE a.mode = :mode AND a.season = :season AND a.player_id = x.player_id
+
+# A season's archive as a plain table: no index or foreign key while it is filled (each would
+# cost per row, in random order); the CHECK lets ATTACH PARTITION skip its scan.
+def _table_sql(table: str, season_id: int) -> str:
+    return (
+        f"CREATE TABLE {table} (LIKE season_standings INCLUDING DEFAULTS,"
+        f" CONSTRAINT ck_{partition(season_id)}_season CHECK (season_id = {int(season_id)}))"
+    )
+
+
+# The job's chunks: every CHUNK-th id, in the ids' index order, of the players behind.
+_BOUNDS = text("""
+    SELECT player_id FROM (
+        SELECT player_id, row_number() OVER (ORDER BY player_id) AS n
+        FROM ratings WHERE mode = :mode AND season < :ordinal
+    ) AS behind WHERE n % :chunk = 1 ORDER BY player_id
 """)
 
+_CATCH_UP = text("SELECT season_catch_up(:mode, CAST(:players AS varchar[]))")
+_CATCH_UP_RANGE = text("SELECT season_catch_up(:mode, NULL, CAST(:first AS varchar), CAST(:last AS varchar))")
+
+
+# The ended season's leaderboard as it stood at the switch: the live board's order
+# (conservative descending, ties by player id) over the players with the minimum of matches
+# the mode asked then; the others are kept unranked.
+def _ranked_sql(season_id: int, min_matches: int) -> list[str]:
+    filling, ranked = partition(season_id), f"{partition(season_id)}_ranked"
+    eligible = f"matches >= {int(min_matches)}"
+    return [
+        _table_sql(ranked, season_id),
+        f"""INSERT INTO {ranked} (season_id, {_VALUES})
+            SELECT season_id, player_id,
+                   CASE WHEN {eligible}
+                        THEN row_number() OVER (PARTITION BY {eligible} ORDER BY conservative DESC, player_id)
+                   END,
+                   mu, sigma, conservative, matches, wins, losses, draws, last_played_at
+            FROM {filling}""",
+        f"ALTER TABLE {ranked} ADD CONSTRAINT pk_{filling} PRIMARY KEY (season_id, player_id)",
+        f"CREATE INDEX ix_{filling}_rank ON {ranked} (season_id, rank) WHERE rank IS NOT NULL",
+        f"DROP TABLE {filling}",
+        f"ALTER TABLE {ranked} RENAME TO {filling}",
+        f"ALTER TABLE season_standings ATTACH PARTITION {filling} FOR VALUES IN ({int(season_id)})",
+    ]
+
+
 _COUNT = text("""
-    UPDATE seasons s
-    SET players = (SELECT count(*) FROM season_standings a WHERE a.mode = :mode AND a.season = :season),
-        ranked = (SELECT count(*) FROM season_standings a
-                  WHERE a.mode = :mode AND a.season = :season AND a.rank IS NOT NULL)
-    WHERE s.mode = :mode AND s.name = :season
+    UPDATE seasons s SET players = a.players, ranked = a.ranked
+    FROM (SELECT count(*) AS players, count(rank) AS ranked FROM season_standings
+          WHERE season_id = :season_id) AS a
+    WHERE s.id = :season_id
     RETURNING s.players, s.ranked
 """)
 
+_COUNTED = text("SELECT players, ranked FROM seasons WHERE id = :season_id FOR UPDATE")
+
+# Seasons ended and not yet ranked: their partitions are filling, not attached.
+_FILLING = text("SELECT id FROM seasons WHERE ended_at IS NOT NULL AND ranked IS NULL ORDER BY id")
+
 _STARTS = text("""
     SELECT a.player_id, season_mu(a.mu, m.mu, :pull), season_sigma(a.sigma, m.sigma, :widen)
-    FROM season_standings a JOIN modes m ON m.name = a.mode
-    WHERE a.mode = :mode AND a.season = :season
+    FROM season_standings a JOIN modes m ON m.name = :mode
+    WHERE a.season_id = :season_id
 """)
 
 _PAST_MATCHES = text("SELECT id FROM matches WHERE mode = :mode AND applied_seq <= :seq")
 
 _PAGE = text("""
     SELECT player_id, mu, sigma, conservative, matches, rank FROM season_standings
-    WHERE mode = :mode AND season = :season AND rank IS NOT NULL AND rank > :after
+    WHERE season_id = :season_id AND rank IS NOT NULL AND rank > :after
     ORDER BY rank LIMIT :limit
 """)
 
 _STANDING = text("""
     WITH me AS (
-        SELECT rank FROM season_standings WHERE mode = :mode AND season = :season AND player_id = :player_id
+        SELECT rank FROM season_standings WHERE season_id = :season_id AND player_id = :player_id
     )
     SELECT a.player_id, a.mu, a.sigma, a.conservative, a.matches, a.rank
     FROM season_standings a, me
-    WHERE a.mode = :mode AND a.season = :season AND a.player_id = :player_id
+    WHERE a.season_id = :season_id AND a.player_id = :player_id
     UNION ALL
     SELECT a.player_id, a.mu, a.sigma, a.conservative, a.matches, a.rank
     FROM season_standings a, me
-    WHERE a.mode = :mode AND a.season = :season AND me.rank IS NOT NULL
+    WHERE a.season_id = :season_id AND me.rank IS NOT NULL
       AND a.rank BETWEEN me.rank - :around AND me.rank + :around AND a.rank <> me.rank
     ORDER BY 6 NULLS FIRST
 """)
@@ -162,8 +189,12 @@ async def switch(
     factors: tuple[float, float],
     boundary: int,
 ) -> None:
-    """End season `ending` at `boundary` and start `name`; the caller holds the mode's lock."""
-    await session.execute(_END, {"mode": mode, "season": ending, "end_seq": boundary})
+    """End season `ending` at `boundary` (its archive's partition created, to be filled) and
+    start `name`; the caller holds the mode's lock."""
+    ended = int(
+        (await session.execute(_END, {"mode": mode, "season": ending, "end_seq": boundary})).scalar_one()
+    )
+    await session.execute(text(_table_sql(partition(ended), ended)))
     pull, widen = factors
     await session.execute(
         _START,
@@ -180,61 +211,59 @@ async def switch(
     await session.execute(_ADVANCE, {"mode": mode, "ordinal": ordinal})
 
 
-@dataclass(frozen=True, slots=True)
-class Final:
-    """An ended season's final order: each ranked player's rank, and the players whose rows
-    still wait for their archive and reset, in code-point order (season_catch_up's)."""
-
-    ranks: dict[str, int]
-    behind: list[str]
-
-
-async def final_order(session: AsyncSession, mode: str, season: str, ordinal: int) -> Final:
-    """A million rows at a switch of a big mode: read and sorted in steps and off the event
-    loop, which serves the match posts meanwhile."""
-    conn = await driver(session)
-    ranks: dict[str, int] = {}
-    behind: list[str] = []
-    async with conn.cursor() as cursor:
-        await cursor.execute(_ORDER, {"mode": mode, "season": season, "ordinal": ordinal})
-        while rows := await cursor.fetchmany(_BATCH):
-            for player, is_behind, eligible in rows:
-                if eligible:
-                    ranks[player] = len(ranks) + 1
-                if is_behind:
-                    behind.append(player)
-            await asyncio.sleep(0)
-    return Final(ranks, await asyncio.to_thread(sorted, behind))
+async def chunks(
+    session: AsyncSession, mode: str, ordinal: int, size: int
+) -> list[tuple[str | None, str | None]]:
+    """The players behind season `ordinal`, as ranges of ids [first, last) of about `size`
+    each, covering every id (the first open below, the last above)."""
+    params = {"mode": mode, "ordinal": ordinal, "chunk": size}
+    bounds: list[str | None] = [row[0] for row in (await session.execute(_BOUNDS, params)).all()]
+    bounds[:1] = [None]
+    return list(zip(bounds, [*bounds[1:], None], strict=True))
 
 
-async def catch_up(
-    session: AsyncSession, mode: str, players: list[str], ranks: list[int | None] | None = None
-) -> int:
-    """Archive (with `ranks`, when known) and reset those of `players` whose rows are behind
-    the mode's season."""
-    params = {"mode": mode, "players": players, "ranks": ranks}
-    return int((await session.execute(_CATCH_UP, params)).scalar_one())
+async def catch_up(session: AsyncSession, mode: str, players: list[str]) -> int:
+    """Archive and reset those of `players` whose rows are behind the mode's season."""
+    return int((await session.execute(_CATCH_UP, {"mode": mode, "players": players})).scalar_one())
 
 
-async def finish(session: AsyncSession, mode: str, season: str, ranks: dict[str, int]) -> tuple[int, int]:
-    """Rank the rows archived without a rank (by match posts) and count the archive:
-    (players, ranked)."""
-    unranked = [row[0] for row in (await session.execute(_UNRANKED, {"mode": mode, "season": season})).all()]
-    known = [player for player in unranked if player in ranks]
-    if known:
-        await session.execute(
-            _SET_RANKS,
-            {"mode": mode, "season": season, "players": known, "ranks": [ranks[p] for p in known]},
-        )
-    players, ranked = (await session.execute(_COUNT, {"mode": mode, "season": season})).one()
+async def catch_up_range(session: AsyncSession, mode: str, first: str | None, last: str | None) -> int:
+    """Archive and reset the rows behind the mode's season with ids in [first, last)."""
+    params = {"mode": mode, "first": first, "last": last}
+    return int((await session.execute(_CATCH_UP_RANGE, params)).scalar_one())
+
+
+async def filling(session: AsyncSession) -> list[int]:
+    """The seasons (of every mode) whose archives are being filled, not yet attached."""
+    return [int(row[0]) for row in (await session.execute(_FILLING)).all()]
+
+
+async def hold_filling(session: AsyncSession, season_id: int) -> None:
+    """Keep the rows of a filling archive from being ranked until commit (an erasure renames
+    in them); waits for a ranking under way."""
+    await session.execute(text(f"LOCK TABLE {partition(season_id)} IN ROW EXCLUSIVE MODE"))
+
+
+async def rank(session: AsyncSession, season_id: int, min_matches: int) -> tuple[int, int]:
+    """Rank the season's filled archive, index it by sort and attach it: (players, ranked).
+    No row of the mode may be behind. The archive is held exclusively throughout: an erasure
+    renaming in it waits (before it takes the modes' locks: app.erasure)."""
+    await session.execute(text(f"LOCK TABLE {partition(season_id)} IN EXCLUSIVE MODE"))
+    counted = (await session.execute(_COUNTED, {"season_id": season_id})).one()
+    if counted.ranked is not None:  # another process's job ranked it while this one waited
+        return int(counted.players), int(counted.ranked)
+    for statement in _ranked_sql(season_id, min_matches):
+        await session.execute(text(statement))
+    players, ranked = (await session.execute(_COUNT, {"season_id": season_id})).one()
     return int(players), int(ranked)
 
 
 async def starts(
-    session: AsyncSession, mode: str, season: str, pull: float, widen: float
+    session: AsyncSession, mode: str, season_id: int, pull: float, widen: float
 ) -> dict[str, tuple[float, float]]:
-    """Each archived player's rating after the reset that followed `season`."""
-    rows = await session.execute(_STARTS, {"mode": mode, "season": season, "pull": pull, "widen": widen})
+    """Each archived player's rating after the reset that followed the season."""
+    params = {"mode": mode, "season_id": season_id, "pull": pull, "widen": widen}
+    rows = await session.execute(_STARTS, params)
     return {player: (mu, sigma) for player, mu, sigma in rows.all()}
 
 
@@ -243,20 +272,18 @@ async def past_matches(session: AsyncSession, mode: str, seq: int) -> set[int]:
     return {row[0] for row in (await session.execute(_PAST_MATCHES, {"mode": mode, "seq": seq})).all()}
 
 
-async def page(session: AsyncSession, mode: str, season: str, after: int, limit: int) -> list[Ranked]:
-    rows = await session.execute(_PAGE, {"mode": mode, "season": season, "after": after, "limit": limit})
+async def page(session: AsyncSession, season_id: int, after: int, limit: int) -> list[Ranked]:
+    rows = await session.execute(_PAGE, {"season_id": season_id, "after": after, "limit": limit})
     return [_ranked(r) for r in rows.all()]
 
 
 async def standing(
-    session: AsyncSession, mode: str, season: str, player_id: str, around: int
+    session: AsyncSession, season_id: int, player_id: str, around: int
 ) -> tuple[Row, int | None, list[Ranked]] | None:
     """The player's archived row and rank (None when unranked) and the ranked rows around
     them, best first; None when the player was not rated in that season."""
     rows = (
-        await session.execute(
-            _STANDING, {"mode": mode, "season": season, "player_id": player_id, "around": around}
-        )
+        await session.execute(_STANDING, {"season_id": season_id, "player_id": player_id, "around": around})
     ).all()
     mine = [r for r in rows if r.player_id == player_id]
     if not mine:

@@ -6,8 +6,10 @@ high-water mark: every match is committed wholly before or wholly after it) and 
 mode to the new season, which costs the same at any size. Match posts of the mode wait for
 that and no longer. The ratings are then archived and reset in chunks of player ids by the
 job; a player a match reaches before their chunk is archived and reset by the trigger on
-ratings that the post's insert of its players runs (migration 0009). The archive is ranked
-once every row is in, and the job is done.
+ratings that the post's insert of its players runs (migration 0009). Both write the ending
+season's archive unranked, into a table of its own with no index (migration 0010); once every
+row is in, the job ranks it, builds its indexes and attaches it as a partition of
+`season_standings`, and is done.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ from app.seasons import repository
 from app.seasons.schemas import FIRST_SEASON, ModeSeasons, SeasonIn
 
 Report = Callable[[float], Awaitable[None]]
-# Players archived and reset per transaction: a post waits for the one chunk holding its
-# player at most.
-CHUNK = 1000
+# Players archived and reset per transaction (a range of ids): a post waits for the one chunk
+# holding its player at most.
+CHUNK = 10_000
 # Progress is written at most this often (each write is a transaction of its own).
 REPORT_EVERY_S = 1.0
 
@@ -156,8 +158,8 @@ class Completed:
 async def complete(
     sessions: async_sessionmaker[AsyncSession], mode: str, report: Report = _nothing
 ) -> Completed:
-    """Archive and reset every row still behind the mode's season, then rank the archive.
-    Nothing to do when the last ended season is ranked already."""
+    """Archive and reset every row still behind the mode's season, then rank the archive and
+    attach it. Nothing to do when the last ended season is ranked already."""
     started = time.perf_counter()
     async with sessions() as session, session.begin():
         rows = await repository.seasons(session, mode)
@@ -166,23 +168,25 @@ async def complete(
         if current is None or ending is None or ending.ranked is not None:
             return Completed()
         await unbounded(session)
-        final = await repository.final_order(session, mode, ending.name, current.ordinal)
+        chunks = await repository.chunks(session, mode, current.ordinal, CHUNK)
     read = time.perf_counter()
-    reset, behind, reported = 0, final.behind, read
-    for first in range(0, len(behind), CHUNK):
-        chunk = behind[first : first + CHUNK]
+    reset, reported = 0, read
+    for done, (first, last) in enumerate(chunks, 1):
         async with sessions() as session, session.begin():
             # A chunk lost in a crash is redone by the job's next attempt (its rows are still
             # behind), so it need not wait for its commit to reach the disk.
             await session.execute(ASYNC_COMMIT)
-            reset += await repository.catch_up(session, mode, chunk, [final.ranks.get(p) for p in chunk])
+            reset += await repository.catch_up_range(session, mode, first, last)
         if time.perf_counter() - reported > REPORT_EVERY_S:
             reported = time.perf_counter()
-            await report(0.05 + 0.9 * (first + CHUNK) / len(behind))
+            await report(0.05 + 0.8 * done / len(chunks))
     caught_up = time.perf_counter()
     async with sessions() as session, session.begin():
         await unbounded(session)
-        archived, ranked = await repository.finish(session, mode, ending.name, final.ranks)
+        # The chunks cover every id and no row falls behind after the switch (a new one is
+        # stamped with the current season): this finds none, and makes sure of it.
+        reset += await repository.catch_up_range(session, mode, None, None)
+        archived, ranked = await repository.rank(session, ending.id, int(ending.min_matches or 0))
         after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "season").inc(reset))
     finished = time.perf_counter()
     return Completed(
@@ -244,7 +248,7 @@ async def _archived_page(
     session: AsyncSession, season: Season, limit: int, cursor: str | None
 ) -> LeaderboardPage:
     after = 0 if cursor is None else pagination.decode_values(cursor, (int,))[0]
-    rows = await repository.page(session, season.mode, season.name, after, limit + 1)
+    rows = await repository.page(session, season.id, after, limit + 1)
     page = rows[:limit]
     more = len(rows) > limit
     return LeaderboardPage(
@@ -254,7 +258,7 @@ async def _archived_page(
 
 
 async def _archived_standing(session: AsyncSession, season: Season, player_id: str, around: int) -> Standing:
-    found = await repository.standing(session, season.mode, season.name, player_id, around)
+    found = await repository.standing(session, season.id, player_id, around)
     if found is None:
         raise NotFound(f"player {player_id!r} has no rating in season {season.name!r} of {season.mode!r}")
     me, rank, rows = found
@@ -294,5 +298,5 @@ async def replay_scope(session: AsyncSession, mode: str) -> ReplayScope:
         return ReplayScope()
     return ReplayScope(
         past=await repository.past_matches(session, mode, current.start_seq),
-        starts=await repository.starts(session, mode, previous.name, current.pull, current.widen),
+        starts=await repository.starts(session, mode, previous.id, current.pull, current.widen),
     )

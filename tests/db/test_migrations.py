@@ -112,3 +112,66 @@ def test_0007_rebuilds_match_fingerprints_from_the_stored_rows(make_database) ->
     assert stored() == want  # the old form cannot be rebuilt: the new one stays
     upgrade(url)
     assert stored() == want
+
+
+def test_0010_moves_the_archives_into_partitions_by_season_and_back(make_database) -> None:  # type: ignore[no-untyped-def]
+    url = make_database("ssmig")
+    upgrade(url, "0009")
+    # (season, player, rank, mu): "preseason" ended and ranked; "s1" ended and still being
+    # archived by its job (one row in, unranked); "s2" current.
+    rows = [
+        ("preseason", "ann", 1, 30.0),
+        ("preseason", "ben", None, 20.0),
+        ("preseason", "cy", 2, 25.0),
+        ("s1", "ann", None, 28.0),
+    ]
+    columns = "player_id, rank, mu, sigma, conservative, matches, wins, losses, draws"
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name, ordinal, ended, ranked in [
+            ("preseason", 0, True, 2),
+            ("s1", 1, True, None),
+            ("s2", 2, False, None),
+        ]:
+            conn.execute(
+                "INSERT INTO seasons (mode, name, ordinal, reset, pull, widen, started_at, ended_at,"
+                " start_seq, ranked) VALUES ('default', %s, %s, 'hard', 1, 1, now(),"
+                " CASE WHEN %s THEN now() END, 0, %s)",
+                (name, ordinal, ended, ranked),
+            )
+        for season, player, rank, mu in rows:
+            conn.execute(
+                f"INSERT INTO season_standings (mode, season, {columns})"
+                " VALUES ('default', %s, %s, %s, %s, 2, %s, 3, 1, 2, 0)",
+                (season, player, rank, mu, mu - 6),
+            )
+    upgrade(url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        ids = dict(conn.execute("SELECT name, id FROM seasons").fetchall())
+        # The ranked season is a partition, read through season_standings by its id.
+        attached = conn.execute(
+            f"SELECT {columns} FROM season_standings WHERE season_id = %s ORDER BY player_id",
+            (ids["preseason"],),
+        ).fetchall()
+        assert [(r[0], r[1], r[2]) for r in attached] == [
+            (p, k, m) for s, p, k, m in rows if s == "preseason"
+        ]
+        # The one being archived is left to its job, not attached.
+        assert conn.execute(
+            "SELECT count(*) FROM season_standings WHERE season_id = %s", (ids["s1"],)
+        ).fetchone() == (0,)
+        filling = f"season_standings_{ids['s1']}"
+        assert conn.execute(f"SELECT player_id, rank, mu FROM {filling}").fetchall() == [("ann", None, 28.0)]
+        assert conn.execute(
+            "SELECT count(*) FROM pg_inherits WHERE inhrelid = %s::regclass", (filling,)
+        ).fetchone() == (0,)
+    downgrade(url, "0009")
+    with psycopg.connect(url, autocommit=True) as conn:
+        back = conn.execute(
+            "SELECT season, player_id, rank, mu FROM season_standings ORDER BY season, player_id"
+        ).fetchall()
+        assert back == rows
+        leftover = conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'season_standings_%'"
+        ).fetchone()
+        assert leftover == (0,)
+    upgrade(url)

@@ -15,6 +15,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.client import ApiError, AsyncClient
+from app.seasons import repository
 from app.seasons import service as seasons
 from app.seasons.schemas import SeasonIn
 from tests.conftest import ADMIN_KEY
@@ -78,6 +79,12 @@ async def ratings(api: AsyncClient, mode: str, players: list[str]) -> dict[str, 
         profile = await api.get_player(player)
         out[player] = next(r for r in profile.ratings if r.mode == mode)
     return out
+
+
+def season_id(conn: psycopg.Connection[Any], mode: str, name: str) -> int:
+    found = conn.execute("SELECT id FROM seasons WHERE mode = %s AND name = %s", (mode, name)).fetchone()
+    assert found is not None
+    return int(found[0])
 
 
 def reset(mu: float, sigma: float, pull: float, widen: float) -> tuple[float, float]:
@@ -218,10 +225,15 @@ async def test_a_match_before_the_archive_reaches_its_players_starts_from_their_
         expected = reset(before[p.player_id].rating.mu, before[p.player_id].rating.sigma, 0.5, 0.5)
         assert (p.before.mu, p.before.sigma) == expected, p.player_id
     with psycopg.connect(database_url) as conn:
+        # The archive being filled: not a partition of season_standings yet.
+        ended = season_id(conn, mode, "preseason")
         early = conn.execute(
-            "SELECT player_id FROM season_standings WHERE mode = %s ORDER BY player_id", (mode,)
+            f"SELECT player_id, rank FROM {repository.partition(ended)} ORDER BY player_id"
         ).fetchall()
-    assert early == [(a,), (b,)]
+        assert conn.execute(
+            "SELECT count(*) FROM season_standings WHERE season_id = %s", (ended,)
+        ).fetchone() == (0,)
+    assert early == [(a, None), (b, None)]
     # An admin's rating for a player not yet archived: archived first, then set.
     await api.set_rating(players[2], mode, 30.0, 2.0)
 
@@ -240,6 +252,46 @@ async def test_a_match_before_the_archive_reaches_its_players_starts_from_their_
         [a, b], key=lambda p: -after[p].rating.conservative
     )
     assert (await seasons.complete(sessions, mode)).players is None  # nothing left to do
+
+
+async def test_the_ranking_waits_for_a_rename_holding_the_archive_and_keeps_it(
+    app: FastAPI,
+    api: AsyncClient,
+    client: httpx.AsyncClient,
+    admin_headers: Headers,
+    mode: str,
+    database_url: str,
+) -> None:
+    """An erasure holds the archive being filled from before it takes the modes' locks (so a
+    ranking under way holds no post); the job's ranking waits for it and ranks its rename."""
+    await api.put_mode(mode, min_matches_for_leaderboard=1)
+    players = [f"{mode}-{x}" for x in "abcdef"]
+    await play(api, mode, random.Random(12), players, 15)
+    board = await pages(client, admin_headers, mode, None)
+    renamed = board[2]["player_id"]
+    sessions = app.state.resources.sessions
+    await seasons.switch(sessions, mode, SeasonIn(name="s1", reset="hard"))
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        found = await (
+            await conn.execute("SELECT id FROM seasons WHERE mode = %s AND name = 'preseason'", (mode,))
+        ).fetchone()
+        assert found is not None
+        table = repository.partition(found[0])
+        await conn.execute(f"LOCK TABLE {table} IN ROW EXCLUSIVE MODE")  # what the erasure takes
+        completing = asyncio.create_task(seasons.complete(sessions, mode))
+        waiting = "SELECT count(*) FROM pg_locks WHERE relation = %s::regclass AND NOT granted"
+        while (await (await conn.execute(waiting, (table,))).fetchone()) == (0,):
+            assert not completing.done()
+            await asyncio.sleep(0.02)
+        # Every row is in (the chunks insert beside the lock held), and none ranked yet.
+        unranked = await (await conn.execute(f"SELECT count(*), count(rank) FROM {table}")).fetchone()
+        assert unranked == (len(players), 0)
+        await conn.execute(f"UPDATE {table} SET player_id = 'erased:test' WHERE player_id = %s", (renamed,))
+        await conn.commit()
+    done = await completing
+    assert (done.players, done.ranked) == (len(players), len(board))
+    expected = [{**e, "player_id": "erased:test"} if e["player_id"] == renamed else e for e in board]
+    assert await pages(client, admin_headers, mode, "preseason") == expected
 
 
 async def test_names_are_unique_and_bad_requests_are_problems(
@@ -370,8 +422,8 @@ async def test_posts_during_a_switch_wait_and_land_in_exactly_one_season(
         assert 0 < len(old) < len(bodies)
         archived = dict(
             conn.execute(
-                "SELECT player_id, matches FROM season_standings WHERE mode = %s AND season = 'preseason'",
-                (mode,),
+                "SELECT player_id, matches FROM season_standings WHERE season_id = %s",
+                (season_id(conn, mode, "preseason"),),
             ).fetchall()
         )
         current = dict(
@@ -396,7 +448,8 @@ async def test_posts_during_a_switch_wait_and_land_in_exactly_one_season(
             (
                 (p, (mu, sigma))
                 for p, mu, sigma in conn.execute(
-                    "SELECT player_id, mu, sigma FROM season_standings WHERE mode = %s", (mode,)
+                    "SELECT player_id, mu, sigma FROM season_standings WHERE season_id = %s",
+                    (season_id(conn, mode, "preseason"),),
                 ).fetchall()
             )
         )
