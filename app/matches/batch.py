@@ -105,20 +105,28 @@ async def _apply(
                 claims.setdefault(item.match.match_id, item.claim())
         claimed = await repository.claim(conn, list(claims.values()))
         rating = _rate(prepared, _fresh(prepared, claimed, excluded), claimed)
-        if not rating.result.refused:
-            break
-        # Rare (a tie in a mode without draws): claim again without the refused matches, so
-        # that nothing of them is written and a later item with their id is the first post.
-        excluded.update({rating.fresh[at]: refusal(reason) for at, reason in rating.result.refused.items()})
-        await repository.rollback_claims(conn)
-    trees = _responses(prepared, rating)
+        if rating.result.refused:
+            # Rare (a tie in a mode without draws): claim again without the refused matches, so
+            # that nothing of them is written and a later item with their id is the first post.
+            refused = rating.result.refused.items()
+            excluded.update({rating.fresh[at]: refusal(reason) for at, reason in refused})
+            await repository.rollback_claims(conn)
+            continue
+        trees = _responses(prepared, rating)
+        if rating.fresh:
+            try:
+                await _write(conn, prepared, rating, claimed, trees)
+            except repository.Raced:
+                # Another transaction recorded one of the ids since the claim: claimed again,
+                # it reads as taken and its items are answered as retries.
+                await repository.rollback_claims(conn)
+                continue
+        break
     counts: dict[str, tuple[int, int]] = {}
-    if rating.fresh:
-        await _write(conn, prepared, rating, claimed, trees)
-        for index, tree in zip(rating.fresh, trees, strict=True):
-            mode = prepared[index].match.mode  # type: ignore[union-attr]
-            rated, ratings = counts.get(mode, (0, 0))
-            counts[mode] = (rated + 1, ratings + len(tree["players"]))
+    for index, tree in zip(rating.fresh, trees, strict=True):
+        mode = prepared[index].match.mode  # type: ignore[union-attr]
+        rated, ratings = counts.get(mode, (0, 0))
+        counts[mode] = (rated + 1, ratings + len(tree["players"]))
     return _outcomes(prepared, claimed, excluded, rating.fresh, trees), counts
 
 
@@ -290,6 +298,10 @@ async def _write(
         ),
         MatchColumns(
             pk=pks,
+            match_id=[item.match.match_id for item in items],
+            mode=modes,
+            played_us=played_us.tolist(),
+            body_hash=[item.fingerprint for item in items],
             quality=rating.result.quality.tolist(),
             # applied_seq in the listed order: drawn under the locks, in increasing order.
             seq=claimed.sequence[: len(items)],
