@@ -21,6 +21,7 @@ undoes the claims so that the batch is claimed again without it (as a group's).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,15 +59,29 @@ class Applied:
 BatchOutcome = Applied | Recorded | AppError
 
 
+# Batches one process has in its transactions at once. Batches of random players share some
+# (two of 1,000 2v2 matches over 100,000 players share about 160), so they wait on each
+# other's row locks, and a waiting batch holds the rows it locked before (one fixed order):
+# more in flight queue up behind one another, each holding locks the next needs, and stretch
+# the span from lock to commit with their own work. One at a time per process keeps one
+# batch's locks held only while it writes; the others check and prepare their items meanwhile
+# (bench/api_matches.py --batch 1000: docs/benchmarks.md, issue #23).
+BATCH_WRITERS = 1
+
+
 async def record_batch(
-    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
+    matches: Sequence[MatchIn | AppError],
+    writers: asyncio.Semaphore,
 ) -> list[BatchOutcome]:
     """Record `matches` in one transaction, in the listed order: each one's outcome. Errors of
-    the database propagate (nothing of the batch is then applied); metrics count after commit."""
+    the database propagate (nothing of the batch is then applied); metrics count after commit.
+    `writers`: the process's turns to write (BATCH_WRITERS)."""
     prepared = await prepare_all(sessions, matches)
     if not any(isinstance(item, Prepared) for item in prepared):
         return [item for item in prepared if isinstance(item, AppError)]
-    async with engine.begin() as connection:
+    async with writers, engine.begin() as connection:
         raw = await connection.get_raw_connection()
         conn: AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
         outcomes, counts = await _apply(conn, prepared)
