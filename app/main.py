@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -56,6 +57,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.resources = resources = Resources(config, engine, sessions, redis)
         resources.tickets.start()
         maintenance = asyncio.create_task(background.maintain(sessions, config.maintenance_every_s))
+        # What a worker holds from here to exit (modules, the app and its schemas, NumPy) is
+        # most of its heap, and every full collection walked all of it: a 1,000-match batch
+        # allocates enough to set off several, half of its Python time (docs/benchmarks.md,
+        # issue #23). Frozen, the collector leaves it alone (the gc module's freeze()).
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:

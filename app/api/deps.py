@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from app.auth.service import Principal
 from app.config import Settings
 from app.errors import TooManyRequests, Unauthorized
 from app.infra.redis_client import RedisClient
+from app.matches.batch import BATCH_WRITERS
 from app.matches.group_commit import GroupCommit
 from app.queues.watch import TicketWatch
 
@@ -36,6 +38,8 @@ class Resources:
     tickets: TicketWatch = field(init=False)
     # Single match posts gather here into shared transactions (app.matches.group_commit).
     matches: GroupCommit = field(init=False)
+    # Batch posts take turns to write (app.matches.batch.BATCH_WRITERS).
+    batches: asyncio.Semaphore = field(init=False)
 
     def __post_init__(self) -> None:
         self.limits = TokenBuckets(self.settings.rate_limit_per_s, self.settings.rate_limit_burst)
@@ -44,6 +48,7 @@ class Resources:
         )
         self.tickets = TicketWatch(self.redis)
         self.matches = GroupCommit(self.engine, self.sessions, self.settings.db_statement_timeout_ms)
+        self.batches = asyncio.Semaphore(BATCH_WRITERS)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`

@@ -155,7 +155,7 @@ async def post_matches_batch(body: BatchIn, request: Request, res: ResourcesDep,
     body that is not `{"matches": [...]}` with 1 to 1,000 items is a 422 for the whole
     request, and a database failure is a 503; then nothing of it is applied."""
     items = [_item(raw) for raw in body.matches]
-    outcomes = await batch.record_batch(res.engine, res.sessions, items)
+    outcomes = await batch.record_batch(res.engine, res.sessions, items, res.batches)
     path = request.url.path
     results = [_result(raw, outcome, path) for raw, outcome in zip(body.matches, outcomes, strict=True)]
     return Response(batch_json(results), media_type=JSON)

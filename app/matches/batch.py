@@ -21,6 +21,7 @@ undoes the claims so that the batch is claimed again without it (as a group's).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,15 +59,29 @@ class Applied:
 BatchOutcome = Applied | Recorded | AppError
 
 
+# Batches one process has in its transactions at once. Batches of random players share some
+# (two of 1,000 2v2 matches over 100,000 players share about 160), so they wait on each
+# other's row locks, and a waiting batch holds the rows it locked before (one fixed order):
+# more in flight queue up behind one another, each holding locks the next needs, and stretch
+# the span from lock to commit with their own work. One at a time per process keeps one
+# batch's locks held only while it writes; the others check and prepare their items meanwhile
+# (bench/api_matches.py --batch 1000: docs/benchmarks.md, issue #23).
+BATCH_WRITERS = 1
+
+
 async def record_batch(
-    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
+    matches: Sequence[MatchIn | AppError],
+    writers: asyncio.Semaphore,
 ) -> list[BatchOutcome]:
     """Record `matches` in one transaction, in the listed order: each one's outcome. Errors of
-    the database propagate (nothing of the batch is then applied); metrics count after commit."""
+    the database propagate (nothing of the batch is then applied); metrics count after commit.
+    `writers`: the process's turns to write (BATCH_WRITERS)."""
     prepared = await prepare_all(sessions, matches)
     if not any(isinstance(item, Prepared) for item in prepared):
         return [item for item in prepared if isinstance(item, AppError)]
-    async with engine.begin() as connection:
+    async with writers, engine.begin() as connection:
         raw = await connection.get_raw_connection()
         conn: AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
         outcomes, counts = await _apply(conn, prepared)
@@ -105,20 +120,28 @@ async def _apply(
                 claims.setdefault(item.match.match_id, item.claim())
         claimed = await repository.claim(conn, list(claims.values()))
         rating = _rate(prepared, _fresh(prepared, claimed, excluded), claimed)
-        if not rating.result.refused:
-            break
-        # Rare (a tie in a mode without draws): claim again without the refused matches, so
-        # that nothing of them is written and a later item with their id is the first post.
-        excluded.update({rating.fresh[at]: refusal(reason) for at, reason in rating.result.refused.items()})
-        await repository.rollback_claims(conn)
-    trees = _responses(prepared, rating)
+        if rating.result.refused:
+            # Rare (a tie in a mode without draws): claim again without the refused matches, so
+            # that nothing of them is written and a later item with their id is the first post.
+            refused = rating.result.refused.items()
+            excluded.update({rating.fresh[at]: refusal(reason) for at, reason in refused})
+            await repository.rollback_claims(conn)
+            continue
+        trees = _responses(prepared, rating)
+        if rating.fresh:
+            try:
+                await _write(conn, prepared, rating, claimed, trees)
+            except repository.Raced:
+                # Another transaction recorded one of the ids since the claim: claimed again,
+                # it reads as taken and its items are answered as retries.
+                await repository.rollback_claims(conn)
+                continue
+        break
     counts: dict[str, tuple[int, int]] = {}
-    if rating.fresh:
-        await _write(conn, prepared, rating, claimed, trees)
-        for index, tree in zip(rating.fresh, trees, strict=True):
-            mode = prepared[index].match.mode  # type: ignore[union-attr]
-            rated, ratings = counts.get(mode, (0, 0))
-            counts[mode] = (rated + 1, ratings + len(tree["players"]))
+    for index, tree in zip(rating.fresh, trees, strict=True):
+        mode = prepared[index].match.mode  # type: ignore[union-attr]
+        rated, ratings = counts.get(mode, (0, 0))
+        counts[mode] = (rated + 1, ratings + len(tree["players"]))
     return _outcomes(prepared, claimed, excluded, rating.fresh, trees), counts
 
 
@@ -290,6 +313,10 @@ async def _write(
         ),
         MatchColumns(
             pk=pks,
+            match_id=[item.match.match_id for item in items],
+            mode=modes,
+            played_us=played_us.tolist(),
+            body_hash=[item.fingerprint for item in items],
             quality=rating.result.quality.tolist(),
             # applied_seq in the listed order: drawn under the locks, in increasing order.
             seq=claimed.sequence[: len(items)],

@@ -4,12 +4,12 @@ A group of matches (one single post, the posts a writer gathered, or one batch) 
 round trips whatever its size, all in one transaction on a psycopg connection:
 
 1. BEGIN with the transaction's statement timeout (app/db/engine.py);
-2. one message: a savepoint; the claim of every match id (creating missing players and
-   ratings, and taking each mode's lock shared); the stored rows of ids already taken; the
-   participants' ratings locked in one fixed order; the applied_seq values, drawn under
-   those locks;
-3. one statement that updates the ratings, inserts the participants and completes the
-   match rows;
+2. one message: a savepoint; the written tables' locks; each mode's lock taken shared; the
+   stored rows of ids already taken, and the missing players and ratings of the matches
+   whose id is free; the participants' ratings locked in one fixed order; the applied_seq
+   values and the new match rows' keys, drawn under those locks;
+3. one statement that updates the ratings, inserts the participants and inserts the match
+   rows whole (the unique index on match_id decides a race with another transaction: `Raced`);
 4. COMMIT.
 
 The group commit writer, which owns its connections and transactions, sends 1 with 2 and 4
@@ -20,12 +20,14 @@ None of SQLAlchemy's per-statement work runs on the service's busiest path.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 from psycopg.pq import Escaping
 from sqlalchemy import text
@@ -34,37 +36,49 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.conservative import conservative_sql
 from app.db.locks import shared_lock
 
-# Claims the match ids and, only for ids that were free, creates the missing players and
-# ratings at the mode's prior. Everything goes in one sorted order (match id; mode, player
-# id), so concurrent claimers of the same keys wait in one order and never deadlock. The
-# guard takes every mode's lock shared before anything is written (count(*) reads all its
-# rows): whole-mode rewrites (app.leaderboards) stay out until commit. `conservative` always
-# takes k from the modes row, never from a cache.
+# The tables the write will insert into, locked as the insert would, first: a replay into
+# fresh tables (app.jobs) holds both against writers and then drops them, so a post must
+# wait for it before reading `matches` (a read would hold the drop off while the post waited
+# to write: a deadlock), and before taking any mode's lock (app.jobs.repository.lock_tables).
+_TABLES = "LOCK TABLE matches, match_players IN ROW EXCLUSIVE MODE"
+
+# Takes every mode's lock shared before anything is read or written (count(*) reads all its
+# rows): whole-mode rewrites (app.leaderboards) and season switches stay out until commit. A
+# statement of its own, so that the claim's snapshot is taken after it waited.
+_GUARD = f"""
+    SELECT count(*) FROM (
+        SELECT {shared_lock("g.mode")}
+        FROM (SELECT DISTINCT mode FROM unnest(CAST(%(modes)s AS varchar[])) AS u(mode) ORDER BY mode) AS g
+    ) AS locks
+"""
+
+# The stored rows of the ids already taken (a retry is compared with what is stored) and, for
+# the matches whose id is free, the players whose rating in the mode is missing or behind the
+# mode's season, inserted at the mode's prior, all on one snapshot. Nothing is written to
+# `matches` here: a free id's row is inserted whole by the write, and the unique index on
+# match_id decides between concurrent posts of one id there (`Raced`). Inserts go in one
+# sorted order (mode, player id), so concurrent claimers wait in one order and never deadlock.
+# `conservative` always takes k from the modes row.
+#
+# A rating behind its season goes through the insert: its BEFORE INSERT trigger
+# (season_stamp) catches it up before _LOCK reads it. Judging "behind" (and "missing") on
+# this statement's snapshot is sound because _GUARD ran as a statement of its own before it:
+# a season switch, and an erasure (the only deleter of ratings), hold the mode's lock
+# exclusively until they commit, so this snapshot sees them; and no rating row goes behind
+# (or away) while the lock is held shared. A current rating skips the insert and its
+# trigger, which were most of the claim's time (docs/benchmarks.md).
 _CLAIM = f"""
-    WITH guard AS (
-        SELECT count(*) FROM (
-            SELECT {shared_lock("g.mode")}
-            FROM (SELECT DISTINCT mode FROM jsonb_to_recordset(CAST(%(claims)s AS jsonb)) AS u(mode varchar)
-                  ORDER BY mode) AS g
-        ) AS locks
-    ), claimed AS (
-        INSERT INTO matches (match_id, mode, played_at, body_hash, quality, response)
-        SELECT c.match_id, c.mode, c.played_at, c.body_hash, 0, '{{}}'::jsonb
-        FROM jsonb_to_recordset(CAST(%(claims)s AS jsonb))
-             AS c(match_id varchar, mode varchar, played_at timestamptz, body_hash varchar), guard
-        ORDER BY c.match_id
-        ON CONFLICT (match_id) DO NOTHING
-        RETURNING match_id, id
+    WITH taken AS (
+        SELECT match_id, body_hash, played_at, response, void FROM matches
+        WHERE match_id = ANY(CAST(%(match_ids)s AS varchar[]))
     ), wanted AS (
         SELECT DISTINCT w.mode, w.player_id, w.mu, w.sigma
         FROM jsonb_to_recordset(CAST(%(players)s AS jsonb))
              AS w(match_id varchar, mode varchar, player_id varchar, mu float8, sigma float8)
-        JOIN claimed USING (match_id)
-        -- Every player, rated or not: the insert's BEFORE INSERT trigger (season_stamp) is
-        -- what catches up a rating still in the ended season before _LOCK reads it. Leaving
-        -- rated players out here would judge "behind" on this statement's snapshot, taken
-        -- before the guard waited out a season switch: a post right after a switch would then
-        -- be rated on the ended season's rating. The trigger reads the mode with a fresh one.
+        WHERE w.match_id NOT IN (SELECT match_id FROM taken)
+          AND NOT EXISTS (
+              SELECT 1 FROM ratings AS r JOIN modes AS m ON m.name = r.mode
+              WHERE r.player_id = w.player_id AND r.mode = w.mode AND r.season >= m.season)
     ), new_players AS (
         INSERT INTO players (id)
         SELECT DISTINCT player_id FROM wanted ORDER BY player_id
@@ -76,14 +90,7 @@ _CLAIM = f"""
         ORDER BY w.mode, w.player_id
         ON CONFLICT DO NOTHING
     )
-    SELECT match_id, id FROM claimed
-"""
-
-# The rows of ids that were taken already (and of the ones just claimed, told apart by the
-# claim's answer): a retry is compared with what is stored.
-_TAKEN = """
-    SELECT match_id, body_hash, played_at, response, void FROM matches
-    WHERE match_id = ANY(CAST(%(match_ids)s AS varchar[]))
+    SELECT match_id, body_hash, played_at, response, void FROM taken
 """
 
 # One fixed lock order (mode, player id) for every transaction: no deadlocks (DESIGN.md). A
@@ -97,9 +104,10 @@ _LOCK = """
     FOR UPDATE OF r
 """
 
-# Drawn after the locks are held, so matches that share a player get increasing values in
-# the order their ratings were applied (GET /v1/players/{id}/matches lists by it).
-_SEQUENCE = "SELECT nextval('match_applied_seq') FROM generate_series(1, %(n)s)"
+# Drawn after the locks are held, so matches that share a player get increasing applied_seq
+# values in the order their ratings were applied (GET /v1/players/{id}/matches lists by it);
+# the match rows' keys with them, so that participants need no join back to their match.
+_SEQUENCE = "SELECT nextval('match_applied_seq'), nextval('matches_id_seq') FROM generate_series(1, %(n)s)"
 
 _STORED = text("SELECT body_hash, played_at, response, void FROM matches WHERE match_id = :match_id")
 
@@ -125,6 +133,11 @@ _PARTICIPANTS = """
 # Every list arrives as one JSON array (one literal, expanded by PostgreSQL) rather than
 # as arrays, which psycopg would convert element by element in Python (a group's responses
 # alone took longer to quote than to rate).
+#
+# The match rows go in whole, once (no row claimed first and completed later), in match_id
+# order: concurrent writers of one id wait on the unique index in one order, after every row
+# lock they take, so they never deadlock; the later one fails with the index's unique
+# violation (`Raced`) and nothing of its statement (or the COMMIT sent with it) applies.
 _APPLY = f"""
     WITH v AS (
         SELECT * FROM jsonb_to_recordset(CAST(%(ratings)s AS jsonb)) AS v(
@@ -136,17 +149,19 @@ _APPLY = f"""
             match_pk bigint, player_id varchar, mode varchar, team int, rank float8, weight float8,
             coefficient float8, mu_before float8, sigma_before float8, mu_after float8, sigma_after float8)
     )
-    UPDATE matches AS m
-    SET quality = u.quality, response = u.response, applied_seq = u.seq
-    FROM jsonb_to_recordset(CAST(%(matches)s AS jsonb))
-         AS u(pk bigint, quality float8, response jsonb, seq bigint)
-    WHERE m.id = u.pk
+    INSERT INTO matches (id, match_id, mode, played_at, body_hash, quality, response, applied_seq)
+    SELECT u.pk, u.match_id, u.mode, u.played_at, u.body_hash, u.quality, u.response, u.seq
+    FROM jsonb_to_recordset(CAST(%(matches)s AS jsonb)) AS u(
+        pk bigint, match_id varchar, mode varchar, played_at timestamptz, body_hash varchar,
+        quality float8, response jsonb, seq bigint)
+    ORDER BY u.match_id
 """
 
 # The same writes from columns (a batch's): each column one array literal, which PostgreSQL
 # parses in one call (no per-row JSON keys), and the responses one JSON array whose n-th
-# element goes with the n-th element of the matches' columns. A rating's played_at arrives
-# as microseconds since 1970 (exact integers).
+# element goes with the n-th element of the matches' columns (the literal is parsed once, at
+# planning; an element is read by its offset). A played_at arrives as microseconds since 1970
+# (exact integers).
 _APPLY_COLUMNS = f"""
     WITH v AS (
         SELECT v.mode, v.player_id, v.mu, v.sigma, v.matches, v.win, v.loss, v.draw,
@@ -165,11 +180,15 @@ _APPLY_COLUMNS = f"""
             CAST(%(p_sigma_before)s AS float8[]), CAST(%(p_mu_after)s AS float8[]),
             CAST(%(p_sigma_after)s AS float8[]))
     )
-    UPDATE matches AS m
-    SET quality = (CAST(%(m_quality)s AS float8[]))[r.n], response = r.response,
-        applied_seq = (CAST(%(m_seq)s AS int8[]))[r.n]
-    FROM jsonb_array_elements(CAST(%(m_responses)s AS jsonb)) WITH ORDINALITY AS r(response, n)
-    WHERE m.id = (CAST(%(m_pk)s AS int8[]))[r.n]
+    INSERT INTO matches (id, match_id, mode, played_at, body_hash, quality, response, applied_seq)
+    SELECT u.pk, u.match_id, u.mode, TIMESTAMPTZ 'epoch' + u.played_us * INTERVAL '1 microsecond',
+           u.body_hash, u.quality, CAST(%(m_responses)s AS jsonb) -> CAST(u.n - 1 AS int), u.seq
+    FROM unnest(
+        CAST(%(m_pk)s AS int8[]), CAST(%(m_match_id)s AS varchar[]), CAST(%(m_mode)s AS varchar[]),
+        CAST(%(m_played_us)s AS int8[]), CAST(%(m_body_hash)s AS varchar[]),
+        CAST(%(m_quality)s AS float8[]), CAST(%(m_seq)s AS int8[])
+    ) WITH ORDINALITY AS u(pk, match_id, mode, played_us, body_hash, quality, seq, n)
+    ORDER BY u.match_id
 """
 
 
@@ -195,9 +214,9 @@ class Claim:
 
 @dataclass(frozen=True, slots=True)
 class Claimed:
-    """What the claim found: new match rows (id -> key), the stored rows of ids taken
-    before, the locked ratings ((mode, player) -> (mu, sigma)) and applied_seq values, in
-    increasing order."""
+    """What the claim found: the free ids with the keys their rows will take (id -> key), the
+    stored rows of ids taken before, the locked ratings ((mode, player) -> (mu, sigma)) and
+    applied_seq values, in increasing order."""
 
     new: dict[str, int]
     taken: dict[str, StoredMatch]
@@ -207,12 +226,32 @@ class Claimed:
 
 @dataclass(frozen=True, slots=True)
 class MatchWrite:
-    """A rated match: its row's key, quality, stored response (JSON) and applied_seq."""
+    """A rated match's row: its claim, key, quality, stored response (JSON) and applied_seq."""
 
+    claim: Claim
     pk: int
     quality: float
     response: str
     seq: int
+
+
+class Raced(Exception):
+    """A match id of the write was recorded by another transaction after this one's claim
+    read it as free. The transaction is to go back to the claim's savepoint
+    (`rollback_claims`) and claim again: the id then reads as taken."""
+
+
+MATCH_ID_KEY = "uq_matches_match_id"
+
+
+@contextlib.asynccontextmanager
+async def _raced() -> AsyncIterator[None]:
+    try:
+        yield
+    except psycopg.errors.UniqueViolation as exc:
+        if exc.diag.constraint_name == MATCH_ID_KEY:
+            raise Raced(exc.diag.message_detail) from exc
+        raise
 
 
 async def driver(session: AsyncSession) -> AsyncConnection[Any]:
@@ -230,43 +269,33 @@ async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim], setup: Sequ
     """Claim every match id in one round trip (after a savepoint `rollback_claims` returns to),
     and lock the players' ratings of all of them. `setup`: statements that go first, in the
     same round trip (BEGIN and the transaction's settings, when the claim begins it)."""
-    ordered = sorted(claims, key=lambda c: c.match_id)
     pairs = sorted({(c.mode, p) for c in claims for p in c.player_ids})
-    claimed_json = json.dumps(
-        [
-            {
-                "match_id": c.match_id,
-                "mode": c.mode,
-                "played_at": c.played_at.isoformat(),
-                "body_hash": c.body_hash,
-            }
-            for c in ordered
-        ]
-    )
     players = json.dumps(
         [
             {"match_id": c.match_id, "mode": c.mode, "player_id": p, "mu": c.prior[0], "sigma": c.prior[1]}
-            for c in ordered
+            for c in claims
             for p in c.player_ids
         ]
     )
     literal = _literals(conn)
-    ids = ",".join(literal(c.match_id) for c in ordered)
-    *_, claimed, taken, locked, sequence = await _one_message(
+    ids = literal(_array([c.match_id for c in claims]))
+    *_, taken, locked, sequence = await _one_message(
         conn,
         [
             *setup,
             f"SAVEPOINT {SAVEPOINT}",
-            _CLAIM % {"claims": literal(claimed_json), "players": literal(players)},
-            _TAKEN % {"match_ids": f"ARRAY[{ids}]::varchar[]"},
+            _TABLES,
+            _GUARD % {"modes": literal(_array(sorted({c.mode for c in claims})))},
+            _CLAIM % {"match_ids": ids, "players": literal(players)},
             _LOCK % {"pairs": literal(json.dumps([{"mode": m, "player_id": p} for m, p in pairs]))},
             _SEQUENCE % {"n": len(claims)},
         ],
     )
-    new = {match_id: int(pk) for match_id, pk in claimed}
+    stored = {row[0]: StoredMatch(row[1], row[2], row[3], row[4]) for row in taken}
+    keys = iter(int(row[1]) for row in sequence)
     return Claimed(
-        new=new,
-        taken={row[0]: StoredMatch(row[1], row[2], row[3], row[4]) for row in taken if row[0] not in new},
+        new={c.match_id: next(keys) for c in claims if c.match_id not in stored},
+        taken=stored,
         ratings={(mode, player): (mu, sigma) for mode, player, mu, sigma in locked},
         sequence=sorted(int(row[0]) for row in sequence),
     )
@@ -314,7 +343,9 @@ async def write(
     in the same round trip (for the caller that owns it: app.matches.group_commit)."""
     # The responses are JSON already: spliced in as they are, not parsed and dumped again.
     rows = ",".join(
-        f'{{"pk":{m.pk},"quality":{json.dumps(m.quality)},"seq":{m.seq},"response":{m.response}}}'
+        f'{{"pk":{m.pk},"match_id":{json.dumps(m.claim.match_id)},"mode":{json.dumps(m.claim.mode)},'
+        f'"played_at":"{m.claim.played_at.isoformat()}","body_hash":"{m.claim.body_hash}",'
+        f'"quality":{json.dumps(m.quality)},"seq":{m.seq},"response":{m.response}}}'
         for m in matches
     )
     literal = _literals(conn)
@@ -323,7 +354,8 @@ async def write(
         "participants": literal(json.dumps(participants)),
         "matches": literal(f"[{rows}]"),
     }
-    await _one_message(conn, [apply, "COMMIT"] if commit else [apply])
+    async with _raced():
+        await _one_message(conn, [apply, "COMMIT"] if commit else [apply])
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,10 +392,13 @@ class ParticipantColumns:
 
 @dataclass(frozen=True, slots=True)
 class MatchColumns:
-    """The rated matches' keys, quality and applied_seq, and their stored responses as one
-    JSON array in the same order."""
+    """The rated matches' rows, and their stored responses as one JSON array in the same order."""
 
     pk: Sequence[int]
+    match_id: Sequence[str]
+    mode: Sequence[str]
+    played_us: Sequence[int]  # microseconds since 1970 UTC
+    body_hash: Sequence[str]
     quality: Sequence[float]
     seq: Sequence[int]
     responses: str
@@ -381,7 +416,7 @@ async def write_columns(
         for column in fields(columns):
             if column.name != "responses":
                 params[prefix + column.name] = _array(getattr(columns, column.name))
-    async with conn.pipeline():
+    async with _raced(), conn.pipeline():
         # A batch touches a few thousand rows by key. Told the arrays' lengths, the planner
         # hashes the whole ratings and matches tables to join them (a scan of every row per
         # batch, growing with the tables); by key through the indexes it is a probe per row.

@@ -265,7 +265,7 @@ def _rate(group: _Group, prepared: Prepared, pk: int, seq: int) -> Recorded:
                 "sigma_after": r.after.sigma,
             }
         )
-    group.matches.append(MatchWrite(pk, rated.quality, stored.decode(), seq))
+    group.matches.append(MatchWrite(prepared.claim(), pk, rated.quality, stored.decode(), seq))
     group.counts.append((mode, len(rated.players)))
     return Recorded(out, stored, created=True)
 
@@ -320,8 +320,10 @@ async def _apply(
     """Claim, rate and write a group in the caller's transaction. A match the engine refuses
     after its id was claimed undoes the claims and the group is claimed again without it
     (rare: a tie in a mode without draws), so nothing of it is written and a later post of
-    its id in the group is judged as the first. `setup` and `commit` are for a caller that
-    begins and commits the transaction here (record_and_commit)."""
+    its id in the group is judged as the first; so does a write that another transaction
+    beat to one of its ids (`repository.Raced`): claimed again, the id reads as taken.
+    `setup` and `commit` are for a caller that begins and commits the transaction here
+    (record_and_commit)."""
     excluded: dict[int, AppError] = {}
     while True:
         claims: dict[str, Claim] = {}
@@ -331,17 +333,22 @@ async def _apply(
         claimed = await repository.claim(conn, list(claims.values()), setup)
         setup = ()  # the transaction is open now
         outcomes, group, refused = _outcomes(prepared, claimed, excluded)
-        if not refused:
-            break
-        excluded.update(refused)
-        await repository.rollback_claims(conn)
-    if group.matches:
-        await repository.write(
-            conn, list(group.ratings.values()), group.participants, group.matches, commit=commit
-        )
-    elif commit:
-        await conn.commit()
-    return outcomes, group
+        if refused:
+            excluded.update(refused)
+            await repository.rollback_claims(conn)
+            continue
+        if not group.matches:
+            if commit:
+                await conn.commit()
+            return outcomes, group
+        try:
+            await repository.write(
+                conn, list(group.ratings.values()), group.participants, group.matches, commit=commit
+            )
+        except repository.Raced:
+            await repository.rollback_claims(conn)
+            continue
+        return outcomes, group
 
 
 async def prepare_all(

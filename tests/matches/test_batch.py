@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from app.client import AsyncClient
+from app.matches import repository
 from app.rating import Rating, TrueSkill
 from tests.api.test_matches import match
 
@@ -271,3 +272,37 @@ async def test_a_batch_of_chained_players_equals_rating_one_at_a_time(api: Async
         # Newest first, each before the next older after: the batch's order.
         for newer, older in itertools.pairwise(history):
             assert newer.before == older.after
+
+
+async def test_an_id_another_post_records_after_the_batch_claimed_it_is_judged_again(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between the batch's claim (which reads the id as free) and its write, a single post
+    # records the id with other players (no row lock orders the two). The write fails on the
+    # unique index, the batch is claimed again, and the item is then a used id: 409, while
+    # the rest of the batch applies once.
+    claim = repository.claim
+    raced = match(f"{mode}-r", mode, ["q3"], ["q4"])
+    posted: list[int] = []
+
+    async def claim_then_race(conn: Any, claims: Any, setup: Any = ()) -> repository.Claimed:
+        claimed = await claim(conn, claims, setup)
+        if raced["match_id"] in claimed.new and not posted:
+            posted.append(0)  # the single post's own claim goes straight through
+            posted[0] = (await client.post("/v1/matches", json=raced, headers=admin_headers)).status_code
+        return claimed
+
+    monkeypatch.setattr(repository, "claim", claim_then_race)
+    items = [match(f"{mode}-r", mode, ["q1"], ["q2"]), match(f"{mode}-k", mode, ["q1"], ["q5"])]
+    results = await post_batch(client, admin_headers, items)
+    assert posted == [201]
+    assert [r["status"] for r in results] == [409, 201]
+    assert "different body" in results[0]["problem"]["detail"]
+    # q1 played only the second item, from the prior; q2 played nothing.
+    assert results[1]["match"]["players"][0]["before"]["mu"] == 25.0
+    stored = (await client.get(f"/v1/matches/{mode}-r", headers=admin_headers)).json()
+    assert [p["player_id"] for p in stored["players"]] == ["q3", "q4"]
+    for player, played in (("q1", 1), ("q3", 1), ("q5", 1)):
+        profile = (await client.get(f"/v1/players/{player}", headers=admin_headers)).json()
+        assert next(r for r in profile["ratings"] if r["mode"] == mode)["matches"] == played
+    assert (await client.get("/v1/players/q2", headers=admin_headers)).status_code == 404

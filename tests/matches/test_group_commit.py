@@ -10,10 +10,12 @@ from typing import Any
 
 import httpx
 import psycopg
+import pytest
 from fastapi import FastAPI
 
 from app.client import AsyncClient
 from app.errors import AppError, Conflict
+from app.matches import repository
 from app.matches.group_commit import GroupCommit
 from app.matches.schemas import MatchIn
 from app.matches.service import Recorded
@@ -180,3 +182,42 @@ async def test_an_unreachable_database_fails_every_post_of_the_group(app: FastAP
         await queue.close()
         await engine.dispose()
     assert all(isinstance(o, Exception) and not isinstance(o, AppError) for o in outcomes), outcomes
+
+
+async def test_an_id_recorded_by_another_transaction_after_the_claim_is_judged_again(
+    app: FastAPI, database_url: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The claim only reads a free id; the write inserts its row, and the unique index decides.
+    # Here another post records the id (with other players, so no row lock orders the two)
+    # between this group's claim and its write: the write fails, the group is claimed again,
+    # and the id is then a used one, 409 for a different body, while the rest still apply.
+    claim = repository.claim
+    raced = one_v_one(f"{mode}-raced", mode, "r3", "r4")
+
+    async def claim_then_race(conn: Any, claims: Any, setup: Any = ()) -> repository.Claimed:
+        claimed = await claim(conn, claims, setup)
+        if raced.match_id in claimed.new and not racing:
+            racing.append(raced)  # the other post's own claim goes straight through
+            done.extend(await gathered(app, [raced]))
+        return claimed
+
+    racing: list[MatchIn] = []
+    done: list[Recorded | BaseException] = []
+    monkeypatch.setattr(repository, "claim", claim_then_race)
+    matches = [one_v_one(f"{mode}-raced", mode, "r1", "r2"), one_v_one(f"{mode}-d", mode, "r1", "r5")]
+    outcomes = await gathered(app, matches)
+    assert isinstance(done[0], Recorded) and done[0].created
+    assert isinstance(outcomes[0], Conflict) and "different body" in outcomes[0].detail
+    assert isinstance(outcomes[1], Recorded) and outcomes[1].created
+    # r1 played only the second match, from the prior; r2 played nothing.
+    assert outcomes[1].match.players[0].before.mu == 25.0
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT player_id, matches FROM ratings WHERE mode = %s ORDER BY player_id", (mode,)
+        ).fetchall()
+        stored = conn.execute(
+            "SELECT count(*) FROM match_players p JOIN matches m ON m.id = p.match_pk WHERE m.match_id = %s",
+            (f"{mode}-raced",),
+        ).fetchone()
+    assert rows == [("r1", 1), ("r3", 1), ("r4", 1), ("r5", 1)]
+    assert stored == (2,)  # the other post's participants only
