@@ -8,7 +8,7 @@ an index probe and a row lock on a match row the same transaction had just writt
 (docs/benchmarks.md, "Group commit and the batch endpoint"). As 0005 did for players.
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0011"
-down_revision: str | None = "0009"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
