@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -56,6 +57,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.resources = resources = Resources(config, engine, sessions, redis)
         resources.tickets.start()
         maintenance = asyncio.create_task(background.maintain(sessions, config.maintenance_every_s))
+        # What the process holds once started (the imported modules, the app, its models) is kept
+        # for its life: frozen, the collector's full passes no longer walk it. Unfrozen, each full
+        # pass took about 0.4 s of a serving worker, the event loop stalled meanwhile: four
+        # of them in a 12 s run of bench/api_matches.py made its p99 (456 ms against 120 ms;
+        # docs/benchmarks.md, issue #23).
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:
