@@ -39,10 +39,12 @@ from app.matches.service import Outcome, Recorded, record_and_commit
 
 # Concurrent transactions per process: more overlap the round trips of several groups, fewer
 # make groups larger. Matches of different groups that share players wait on the row locks.
-# With two round trips a group, two writers keep groups large enough that a busy machine
-# spends its CPU on matches rather than on transactions (bench/api_matches.py at 32
-# connections: 278 and 244 matches/s against 238 and 216 with four, busy).
-WRITERS = 2
+# One writer: while its group commits, the next gathers, so a busy process commits fewer,
+# larger groups, and PostgreSQL spends less CPU per match (bench/api_matches.py at 32
+# connections, interleaved runs on a busy machine: 0.39-0.41 ms of PostgreSQL CPU per match
+# with one, 0.46-0.47 with two; the service's own CPU the same, 0.29-0.31 ms). A match
+# alone still goes at once (docs/benchmarks.md, issue #23).
+WRITERS = 1
 # The most matches one transaction holds: its locks are held for all of them.
 GROUP_MAX = 64
 
