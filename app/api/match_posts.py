@@ -25,6 +25,7 @@ down.
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
@@ -34,6 +35,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import Resources, authorize
@@ -58,7 +60,7 @@ class MatchPosts:
         self.route = next(
             route
             for route in router.routes
-            if isinstance(route, APIRoute) and route.path == PATH and "POST" in route.methods
+            if isinstance(route, APIRoute) and route.path == PATH and "POST" in (route.methods or ())
         )
 
     def takes(self, scope: Scope) -> bool:
@@ -72,6 +74,7 @@ class MatchPosts:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()  # as RequestContext times it: the body's arrival counts
         raw = scope["headers"]
         media = [value for name, value in raw if name == b"content-type"]
         headers = dict(raw)
@@ -98,12 +101,13 @@ class MatchPosts:
         if wrong is not None:
             await self.stack(scope, _replay(received, receive), send)
             return
-        await self._answer(scope, headers, parsed, send)
+        await self._answer(scope, headers, parsed, send, started)
 
-    async def _answer(self, scope: Scope, headers: dict[bytes, bytes], body: Any, send: Send) -> None:
+    async def _answer(
+        self, scope: Scope, headers: dict[bytes, bytes], body: Any, send: Send, started: float
+    ) -> None:
         rid = accepted_id(headers)
         token = request_id.set(rid)
-        started = time.perf_counter()
         status = 500
 
         async def send_with_id(message: Message) -> None:
@@ -150,11 +154,16 @@ class MatchPosts:
         if handler is None:
             catch_all = handlers.get(Exception) or handlers.get(500)
             if catch_all is not None:
-                response = await catch_all(request, exc)
-                await response(scope, _no_body, send)  # type: ignore[operator]
+                await (await _answered(catch_all, request, exc))(scope, _no_body, send)
             raise exc
-        response = await handler(request, exc)
-        await response(scope, _no_body, send_with_id)  # type: ignore[operator]
+        await (await _answered(handler, request, exc))(scope, _no_body, send_with_id)
+
+
+async def _answered(handler: Any, request: Request, exc: Exception) -> Response:
+    """A handler's response (the app's handlers are coroutines; Starlette also allows plain functions)."""
+    answer = handler(request, exc)
+    response: Response = await answer if inspect.isawaitable(answer) else answer
+    return response
 
 
 def _replay(received: list[Message], receive: Receive) -> Receive:
