@@ -190,6 +190,61 @@ def run_pgbench(socket_dir: str, seconds: int, clients: int, workdir: Path) -> d
     }
 
 
+def _processes() -> dict[int, tuple[int, str, float, float]]:
+    """Every process: its parent, its name, the CPU seconds it has used (user + system) and
+    those of its children that have exited and been waited for."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[int, tuple[int, str, float, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        own = (int(fields[11]) + int(fields[12])) / tick
+        found[int(entry.name)] = (int(fields[1]), name, own, (int(fields[13]) + int(fields[14])) / tick)
+    return found
+
+
+def _descendants(table: dict[int, tuple[int, str, float, float]], root: int) -> set[int]:
+    tree = {root}
+    grew = True
+    while grew:
+        grew = False
+        for pid, (parent, *_) in table.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return tree
+
+
+def postmaster(data_dir: Path) -> int:
+    """The embedded PostgreSQL's postmaster (the first line of its postmaster.pid)."""
+    found = next(data_dir.rglob("postmaster.pid"))
+    return int(found.read_text().split()[0])
+
+
+def cpu_split(service_pid: int, postgres_pid: int) -> dict[str, float]:
+    """CPU seconds used so far by the service's processes (`serve` and its workers), by the
+    embedded PostgreSQL's (the postmaster, its processes and those that have exited: a
+    backend's CPU is counted when its connection closes too), and by the whole machine (wrk,
+    pgbench, other work), from /proc: what a busy machine's wall clock hides."""
+    table = _processes()
+    cluster = _descendants(table, postgres_pid)
+    ours = _descendants(table, service_pid) - cluster
+    split = {
+        "service": sum(table[pid][2] for pid in ours if pid in table),
+        "postgres": sum(table[pid][2] for pid in cluster) + table[postgres_pid][3],
+    }
+    with open("/proc/stat") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:8]]
+    split["machine"] = (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # not idle, iowait
+    return split
+
+
 def applied(url: str) -> int:
     """Matches the service has applied (pgbench's rows are named pg-...)."""
     with psycopg.connect(url) as conn:
@@ -234,6 +289,7 @@ def main() -> None:
         database = direct or served.database_url
         seed(database)
         lua = served.workdir / "post.lua"
+        postgres = postmaster(Path(socket_dir) if direct else served.workdir)
         script = WRK_BATCH_SCRIPT if args.batch else WRK_SCRIPT
 
         def render(run: str) -> None:
@@ -248,6 +304,7 @@ def main() -> None:
             )  # warm-up
             render(f"run{connections}")
             before = applied(database)
+            cpu_before = cpu_split(served.pid, postgres)
             wrk = subprocess.run(
                 [
                     "wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{args.seconds}s", "--latency",
@@ -259,12 +316,19 @@ def main() -> None:
             ).stdout  # fmt: skip
             ours = parse_wrk(wrk)
             # wrk's window is at most --seconds plus the requests in flight at its end.
-            ours["applied"] = (applied(database) - before) / args.seconds
-            pg = (
-                None
-                if args.no_pgbench
-                else run_pgbench(socket_dir, args.seconds, connections, served.workdir)
-            )
+            cpu_after = cpu_split(served.pid, postgres)
+            done = applied(database) - before
+            ours["applied"] = done / args.seconds
+            for part in ("service", "postgres", "machine"):
+                ours[f"cpu_{part}"] = (cpu_after[part] - cpu_before[part]) * 1000 / max(1, done)
+            pg = None
+            if not args.no_pgbench:
+                cpu_before = cpu_split(served.pid, postgres)
+                pg = run_pgbench(socket_dir, args.seconds, connections, served.workdir)
+                cpu_after = cpu_split(served.pid, postgres)
+                for part in ("postgres", "machine"):
+                    spent = cpu_after[part] - cpu_before[part]
+                    pg[f"cpu_{part}"] = spent * 1000 / max(1.0, pg["tps"] * args.seconds)
             rows.append((connections, ours, pg))
 
     behind = f" behind pgbouncer (transaction pooling, {args.pgbouncer_pool} server connections)"
@@ -284,6 +348,22 @@ def main() -> None:
         print(
             f"| {connections} | {ours['tps'] * per_request:.0f} | {ours['applied']:.0f} "
             f"| {ours['p50']:.1f} | {ours['p99']:.1f} | {ours['errors']:.0f} | {theirs} |"
+        )
+    print(
+        "\nCPU per applied match (ms, from /proc, over the timed runs): the service's processes, "
+        "PostgreSQL's, and the whole machine (the load generator and any other work included); "
+        "pgbench's per transaction\n"
+    )
+    print(
+        "| connections | service CPU ms | PostgreSQL CPU ms | machine CPU ms "
+        "| pgbench: PostgreSQL CPU ms | pgbench: machine CPU ms |"
+    )
+    print("|---|---|---|---|---|---|")
+    for connections, ours, pg in rows:
+        theirs = f"{pg['cpu_postgres']:.2f} | {pg['cpu_machine']:.2f}" if pg else "- | -"
+        print(
+            f"| {connections} | {ours['cpu_service']:.2f} | {ours['cpu_postgres']:.2f} "
+            f"| {ours['cpu_machine']:.2f} | {theirs} |"
         )
     for connections, ours, pg in rows:
         if pg:

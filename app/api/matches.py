@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import email.message
-import json
-from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import APIRouter, Request, Response, status
-from fastapi.dependencies.utils import request_body_to_args
-from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
 from pydantic import ValidationError
-from pydantic_core import PydanticUndefined as Undefined
-from starlette.requests import ClientDisconnect
 
-from app.api.deps import AdminKey, ReadKey, Resources, ResourcesDep, ResultsKey, SessionDep, authorize
-from app.api.middleware import PARSED_JSON
+from app.api.deps import AdminKey, ReadKey, ResourcesDep, ResultsKey, SessionDep
 from app.api.problems import problem_body, validation_failed
-from app.auth.keys import Scope
 from app.errors import AppError
 from app.ids import Identifier
 from app.matches import batch, service
@@ -33,92 +23,6 @@ NOT_RATED_YET: dict[int | str, dict[str, Any]] = {
 }
 
 
-class _BelowDependencies(APIRoute):
-    """POST /v1/matches, the service's busiest write, run below FastAPI's request handling.
-
-    The route is declared as any other (post_match below: its OpenAPI, its body model, its
-    key) and FastAPI still routes to it and renders its errors, but its handler does by hand
-    what FastAPI's would, in the same order and with the same errors, without the generic
-    machinery each request pays for there (solving dependencies, re-reading the headers):
-    1. the body, as FastAPI reads it: the JSON RequestBody already parsed (PARSED_JSON),
-       the raw bytes for a media type that is not JSON, nothing when empty; an unparsable
-       body is FastAPI's 422 json_invalid;
-    2. the key (require(Scope.results_write): 401, 403, 429);
-    3. the body validated by the route's own body field (FastAPI's request_body_to_args);
-    4. the endpoint.
-    """
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        body_field = self.body_field
-        endpoint = self.endpoint
-        assert body_field is not None
-
-        async def handle(request: Request) -> Response:
-            body = await _body(request)
-            res: Resources = request.app.state.resources
-            await authorize(request, res, Scope.results_write)
-            values, errors = await request_body_to_args([body_field], body, embed_body_fields=False)
-            if errors:
-                raise RequestValidationError(errors, body=body)
-            response: Response = await endpoint(values[body_field.name], res, None)
-            return response
-
-        return handle
-
-
-async def _body(request: Request) -> Any:
-    raw = await _read(request)
-    if not raw:
-        return Undefined
-    content_type = request.headers.get("content-type")
-    if content_type is None or not _json_media(content_type):
-        return raw
-    parsed = request.scope.get(PARSED_JSON, Undefined)
-    if parsed is not Undefined:
-        return parsed
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise RequestValidationError(
-            [
-                {
-                    "type": "json_invalid",
-                    "loc": ("body", exc.pos),
-                    "msg": "JSON decode error",
-                    "input": {},
-                    "ctx": {"error": exc.msg},
-                }
-            ],
-            body=exc.doc,
-        ) from exc
-
-
-async def _read(request: Request) -> bytes:
-    """The request's body, as Request.body reads it, without its async generator (a good
-    share of this route's own time)."""
-    chunks: list[bytes] = []
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            raise ClientDisconnect()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _json_media(content_type: str) -> bool:
-    """Whether FastAPI reads a body of this media type as JSON: application/json or
-    application/*+json, parameters aside."""
-    if content_type == JSON:
-        return True
-    message = email.message.Message()
-    message["content-type"] = content_type
-    subtype = message.get_content_subtype()
-    return message.get_content_maintype() == "application" and (
-        subtype == "json" or subtype.endswith("+json")
-    )
-
-
 async def post_match(body: MatchIn, res: ResourcesDep, _: ResultsKey) -> Response:
     """Rate a finished match in one transaction, exactly once per match_id. Players the
     mode has not seen start at its prior. The same match again returns 200 and the stored
@@ -126,6 +30,7 @@ async def post_match(body: MatchIn, res: ResourcesDep, _: ResultsKey) -> Respons
     counts as its negated rank), weights and coefficients, in any player order within a
     team, and `played_at` at the same instant in any offset, or omitted. Any other
     difference under a used match_id returns 409."""
+    # Most posts come here from app.api.match_posts, before the app's middleware stack.
     # Posts that arrive together share a transaction (group commit); the answer comes after it commits.
     result = await res.matches.record(body)
     return Response(result.json, status_code=201 if result.created else 200, media_type=JSON)
@@ -142,7 +47,6 @@ router.add_api_route(
         200: {"model": MatchOut, "description": "Already recorded: the stored response"},
         409: {"description": "The match id was used for a different match"},
     },
-    route_class_override=_BelowDependencies,
 )
 
 

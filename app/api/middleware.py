@@ -63,6 +63,30 @@ def _logged_path(scope: Scope, route: str) -> str:
     return route if "{player_id}" in route else str(scope["path"])
 
 
+def accepted_id(headers: dict[bytes, bytes]) -> str:
+    """The request's id: the client's X-Request-ID when it is a valid one, else a new one."""
+    incoming = headers.get(b"x-request-id", b"").decode("latin-1")
+    return incoming if _VALID_ID.match(incoming) else _new_id()
+
+
+def observed(scope: Scope, route: str, status: int, elapsed: float) -> None:
+    """A finished request: its latency and count by route and status, and its access log line."""
+    method = scope["method"]
+    latency, count = _series(method, route, str(status))
+    latency.observe(elapsed)
+    count.inc()
+    if log.isEnabledFor(logging.INFO):
+        path = _logged_path(scope, route)
+        log.info(
+            "%s %s %s %.1fms",
+            method,
+            path,
+            status,
+            elapsed * 1000,
+            extra={"method": method, "path": path, "status": status, "duration_ms": round(elapsed * 1000, 2)},
+        )
+
+
 class RequestContext:
     """Accept or make X-Request-ID, echo it, log the request, time it by route."""
 
@@ -73,8 +97,7 @@ class RequestContext:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        rid = incoming if _VALID_ID.match(incoming) else _new_id()
+        rid = accepted_id(dict(scope["headers"]))
         token = request_id.set(rid)
         started = time.perf_counter()
         status_holder: dict[str, Any] = {"status": 500}
@@ -90,27 +113,7 @@ class RequestContext:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            elapsed = time.perf_counter() - started
-            route = _route_of(scope)
-            status = str(status_holder["status"])
-            latency, count = _series(scope["method"], route, status)
-            latency.observe(elapsed)
-            count.inc()
-            if log.isEnabledFor(logging.INFO):
-                path = _logged_path(scope, route)
-                log.info(
-                    "%s %s %s %.1fms",
-                    scope["method"],
-                    path,
-                    status,
-                    elapsed * 1000,
-                    extra={
-                        "method": scope["method"],
-                        "path": path,
-                        "status": int(status),
-                        "duration_ms": round(elapsed * 1000, 2),
-                    },
-                )
+            observed(scope, _route_of(scope), status_holder["status"], time.perf_counter() - started)
             request_id.reset(token)
 
 
@@ -123,8 +126,7 @@ class RequestBody:
       number out of the float range: 400 naming the problem.
 
     JSON bodies are buffered (they are small and already bounded) and checked with the
-    C decoder. The parsed body is left in the scope (PARSED_JSON) for the routes that read
-    the scope rather than parse it again (app.api.matches); others parse the bytes again.
+    C decoder (checked_json, which app.api.match_posts runs on the bodies it answers itself).
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -186,11 +188,10 @@ class RequestBody:
                     scope, send, 415, f"send the body as Content-Type: application/json, not {shown}"
                 )
                 return
-            parsed, wrong = checked_json(body)
+            wrong = json_problem(body)
             if wrong is not None:
                 await _problem(scope, send, 400, wrong)
                 return
-            scope[PARSED_JSON] = parsed
         replayed = False
 
         async def replay() -> Message:
@@ -227,11 +228,6 @@ def _bounded_int(text: str) -> int:
     if len(text) > MAX_INT_DIGITS:
         raise _NotJson(f"an integer of {len(text)} digits is out of range (at most {MAX_INT_DIGITS})")
     return int(text)
-
-
-# The scope key under which RequestBody leaves a checked JSON body, parsed (what json.loads
-# returns for the same bytes).
-PARSED_JSON = "app.parsed_json"
 
 
 def json_problem(body: bytes) -> str | None:

@@ -217,7 +217,7 @@ def _rate(prepared: Sequence[Prepared | AppError], fresh: list[int], claimed: Cl
 
 def _responses(prepared: Sequence[Prepared | AppError], rating: _Rating) -> list[dict[str, Any]]:
     """Each fresh match's response as plain data, in MatchOut's field order (what
-    `service.rated_match_out` validates into a model for a single post)."""
+    `service.rated_match_json` writes for a single post)."""
     k = np.array([prepared[at].rules.conservative_k for at in rating.fresh])  # type: ignore[union-attr]
     per_entry = np.repeat(k, np.diff(rating.start))
     b_mu, b_sigma = rating.result.before_mu.tolist(), rating.result.before_sigma.tolist()

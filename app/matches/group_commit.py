@@ -39,10 +39,12 @@ from app.matches.service import Outcome, Recorded, record_and_commit
 
 # Concurrent transactions per process: more overlap the round trips of several groups, fewer
 # make groups larger. Matches of different groups that share players wait on the row locks.
-# With two round trips a group, two writers keep groups large enough that a busy machine
-# spends its CPU on matches rather than on transactions (bench/api_matches.py at 32
-# connections: 278 and 244 matches/s against 238 and 216 with four, busy).
-WRITERS = 2
+# One writer: while its group commits, the next gathers, so a busy process commits fewer,
+# larger groups, and PostgreSQL spends less CPU per match (bench/api_matches.py at 32
+# connections, interleaved runs on a busy machine: 0.39-0.41 ms of PostgreSQL CPU per match
+# with one, 0.46-0.47 with two; the service's own CPU the same, 0.29-0.31 ms). A match
+# alone still goes at once (docs/benchmarks.md, issue #23).
+WRITERS = 1
 # The most matches one transaction holds: its locks are held for all of them.
 GROUP_MAX = 64
 
@@ -63,6 +65,11 @@ class GroupCommit:
         self._setup = ("BEGIN", statement_timeout(statement_timeout_ms))
         self._queue: deque[_Pending] = deque()
         self._writers: set[asyncio.Task[None]] = set()
+        # Writers still draining: counted down by the writer itself, in the same step as it
+        # finds the queue empty. A finished task leaves `_writers` only in a later step of the
+        # loop (its done callbacks), and a post queued in between, if it had counted the set,
+        # would have found no free writer and waited for one that never came.
+        self._draining = 0
         self._idle: list[Connection] = []  # the writers' connections between groups
         # Groups retried match by match run side by side: still no more connections than writers.
         self._connections = asyncio.Semaphore(WRITERS)
@@ -72,7 +79,8 @@ class GroupCommit:
         would (AppError, or the database's error)."""
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         self._queue.append((match, future))
-        if len(self._writers) < WRITERS:
+        if self._draining < WRITERS:
+            self._draining += 1
             writer = asyncio.create_task(self._drain())
             self._writers.add(writer)
             writer.add_done_callback(self._writers.discard)
@@ -83,9 +91,12 @@ class GroupCommit:
         return outcome
 
     async def _drain(self) -> None:
-        while self._queue:
-            group = [self._queue.popleft() for _ in range(min(GROUP_MAX, len(self._queue)))]
-            await self._commit(group)
+        try:
+            while self._queue:
+                group = [self._queue.popleft() for _ in range(min(GROUP_MAX, len(self._queue)))]
+                await self._commit(group)
+        finally:
+            self._draining -= 1
 
     async def _commit(self, group: list[_Pending]) -> None:
         try:

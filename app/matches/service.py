@@ -23,7 +23,7 @@ from app.errors import AppError, Conflict, NotFound, ValidationFailed
 from app.matches import repository
 from app.matches.fingerprint import match_fingerprint
 from app.matches.repository import Claim, Claimed, MatchWrite, StoredMatch
-from app.matches.schemas import MatchIn, MatchOut, MatchPlayerOut, consistency_errors, match_json
+from app.matches.schemas import MatchIn, MatchOut, MatchPlayerOut, consistency_errors, match_json, wire_json
 from app.modes import service as modes
 from app.modes.service import ModeRules
 from app.rating import Rating, RatingInputError, conservative
@@ -43,25 +43,34 @@ def team_ranks(match: MatchIn) -> list[float]:
     return [-float(t.score) for t in match.teams]  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True, slots=True)
 class Recorded:
-    """A match's answer: the result, its wire form, and whether this request applied it."""
+    """A match's answer: its wire form, whether this request applied it, and the result as a
+    model. A fresh match's answer needs only the bytes: its model is read from them when
+    asked (a retry later in the same group, a batch's item)."""
 
-    match: MatchOut
-    json: bytes
-    created: bool
+    __slots__ = ("_match", "created", "json")
+
+    def __init__(self, json: bytes, created: bool, match: MatchOut | None = None) -> None:
+        self.json = json
+        self.created = created
+        self._match = match
+
+    @property
+    def match(self) -> MatchOut:
+        if self._match is None:
+            self._match = MatchOut.model_validate_json(self.json)
+        return self._match
 
 
 # What one match of a group gets: its result, or the error the single post would raise.
 Outcome = Recorded | AppError
 
 
-def rated_match_out(
-    match_id: str, mode: str, played_at: dt.datetime, rated: RatedMatch, k: float
-) -> MatchOut:
-    """The response of a newly rated match (what POST answers and the row stores)."""
-    # One validation call for the whole tree (a model per rating would be thirteen).
-    return MatchOut.model_validate(
+def rated_match_json(match_id: str, mode: str, played_at: dt.datetime, rated: RatedMatch, k: float) -> bytes:
+    """The response of a newly rated match (what POST answers and the row stores), written
+    from plain data in MatchOut's field order by match_json's serialiser (schemas.wire_json):
+    no model per rating, nor one for the match."""
+    return wire_json(
         {
             "match_id": match_id,
             "mode": mode,
@@ -141,9 +150,9 @@ class Reference:
 
     body_hash: str
     played_at: dt.datetime
-    # None: imported and not rated yet. `created` is true for one recorded earlier in the
-    # group (copied with false only when a retry in the group needs it).
-    match: MatchOut | None
+    # None: imported and not rated yet. One recorded earlier in the group is its Recorded
+    # (read into a model, with `created` false, only when a retry in the group needs it).
+    match: MatchOut | Recorded | None
 
     @staticmethod
     def of(stored: StoredMatch) -> Reference:
@@ -195,9 +204,11 @@ def retry(reference: Reference, prepared: Prepared) -> Recorded:
     if reference.match is None:
         raise Conflict(f"match {match_id!r} was imported and is not rated yet; a replay job rates it")
     match = reference.match
-    if match.created:  # recorded earlier in the group: the stored answer says false
+    if isinstance(match, Recorded):  # recorded earlier in the group: the stored answer says false
+        match = match.match.model_copy(update={"created": False})
+    elif match.created:
         match = match.model_copy(update={"created": False})
-    return Recorded(match, match_json(match), created=False)
+    return Recorded(match_json(match), created=False, match=match)
 
 
 def stored_reference(claimed: Claimed, match_id: str) -> Reference:
@@ -228,8 +239,7 @@ def _rate(group: _Group, prepared: Prepared, pk: int, seq: int) -> Recorded:
         rated = rate_match(rules.env, teams)
     except RatingInputError as exc:
         raise refusal(str(exc)) from None
-    out = rated_match_out(match.match_id, match.mode, prepared.played_at, rated, rules.conservative_k)
-    stored = match_json(out)
+    stored = rated_match_json(match.match_id, match.mode, prepared.played_at, rated, rules.conservative_k)
     given = [p for team in match.teams for p in team.players]
     for r, player in zip(rated.players, given, strict=True):
         group.state[mode, r.player_id] = r.after
@@ -267,7 +277,7 @@ def _rate(group: _Group, prepared: Prepared, pk: int, seq: int) -> Recorded:
         )
     group.matches.append(MatchWrite(prepared.claim(), pk, rated.quality, stored.decode(), seq))
     group.counts.append((mode, len(rated.players)))
-    return Recorded(out, stored, created=True)
+    return Recorded(stored, created=True)
 
 
 def _outcomes(
@@ -298,7 +308,7 @@ def _outcomes(
                 outcomes.append(retry(reference, item))
             elif match_id in claimed.new:
                 recorded = _rate(group, item, claimed.new[match_id], next(sequence))
-                references[match_id] = Reference(item.fingerprint, item.played_at, recorded.match)
+                references[match_id] = Reference(item.fingerprint, item.played_at, recorded)
                 outcomes.append(recorded)
             else:
                 references[match_id] = stored_reference(claimed, match_id)

@@ -221,3 +221,29 @@ async def test_an_id_recorded_by_another_transaction_after_the_claim_is_judged_a
         ).fetchone()
     assert rows == [("r1", 1), ("r3", 1), ("r4", 1), ("r5", 1)]
     assert stored == (2,)  # the other post's participants only
+
+
+async def test_a_post_queued_as_the_writer_finds_the_queue_empty_still_commits(
+    app: FastAPI, mode: str
+) -> None:
+    """A request whose step runs between a writer's last group and the removal of its task
+    (done callbacks run a step later) must find a writer: here the second post's first step is
+    scheduled while the first group commits, so it runs in exactly that gap."""
+    resources = app.state.resources
+    queue = GroupCommit(resources.engine, resources.sessions, resources.settings.db_statement_timeout_ms)
+    commit = queue._commit
+    second: list[asyncio.Task[Recorded]] = []
+
+    async def commit_then_post(group: Any) -> None:
+        await commit(group)
+        if not second:
+            second.append(asyncio.create_task(queue.record(one_v_one(f"{mode}-2", mode, "c", "d"))))
+
+    queue._commit = commit_then_post  # type: ignore[method-assign]
+    try:
+        first = await queue.record(one_v_one(f"{mode}-1", mode, "a", "b"))
+        # A guard against a hang, not a measure: the match waits forever when no writer comes.
+        done = await asyncio.wait_for(second[0], timeout=60)
+    finally:
+        await queue.close()
+    assert first.created and done.created
