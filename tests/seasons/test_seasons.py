@@ -369,30 +369,33 @@ async def test_posts_during_a_switch_wait_and_land_in_exactly_one_season(
     mode = f"sw-{random.randrange(16**8):08x}"
     rng = random.Random(9)
     players = [f"{mode}-p{i}" for i in range(40)]
-    bodies = []
-    for n in range(600):
+    # Posts go on until the switch's job is done and for 100 more after it, so that matches
+    # land on both sides of the boundary whatever the machine's pace.
+    bodies: list[dict[str, Any]] = []
+    switched: list[int] = []  # how many bodies were handed out when the job was done
+
+    def next_body() -> dict[str, Any] | None:
+        if switched and len(bodies) >= switched[0] + 100:
+            return None
         a, b = rng.sample(players, 2)
-        bodies.append(
-            {
-                "match_id": f"{mode}-{n}",
-                "mode": mode,
-                "teams": [
-                    {"players": [{"id": a}], "rank": 0},
-                    {"players": [{"id": b}], "rank": rng.choice([0, 1])},
-                ],
-            }
-        )
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    for body in bodies:
-        queue.put_nowait(body)
+        body = {
+            "match_id": f"{mode}-{len(bodies)}",
+            "mode": mode,
+            "teams": [
+                {"players": [{"id": a}], "rank": 0},
+                {"players": [{"id": b}], "rank": rng.choice([0, 1])},
+            ],
+        }
+        bodies.append(body)
+        return body
+
     failures: list[str] = []
     posted = 0
 
     async def worker() -> None:
         nonlocal posted
         async with AsyncClient(live_server, ADMIN_KEY, timeout=60) as api:
-            while not queue.empty():
-                body = queue.get_nowait()
+            while (body := next_body()) is not None:
                 try:
                     await api.post_match(body)
                     posted += 1
@@ -404,7 +407,9 @@ async def test_posts_during_a_switch_wait_and_land_in_exactly_one_season(
             await asyncio.sleep(0.01)
         async with httpx.AsyncClient(base_url=live_server, timeout=60) as http:
             headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
-            return await switch(http, headers, mode, name="s1", reset="hard")
+            job = await switch(http, headers, mode, name="s1", reset="hard")
+        switched.append(len(bodies))
+        return job
 
     async with AsyncClient(live_server, ADMIN_KEY) as api:
         await api.put_mode(mode)
