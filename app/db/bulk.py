@@ -12,6 +12,7 @@ thousands of rows cross without a Python object each.
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import psycopg
+from psycopg import pq
+from psycopg.adapt import Dumper
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -101,6 +104,49 @@ async def copy_in_columns(
         cursor.copy(f"COPY {table} ({', '.join(names)}) FROM STDIN (FORMAT binary)") as copy,
     ):
         await copy.write(_HEADER + rows.tobytes() + _TRAILER)
+
+
+# -- NumPy columns as query parameters -------------------------------------------------
+
+# NumPy type -> (element type oid, big-endian NumPy type of its binary form).
+_ELEMENTS = {
+    np.dtype(np.int32): (23, ">i4"),
+    np.dtype(np.int64): (20, ">i8"),
+    np.dtype(np.float64): (701, ">f8"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnParam:
+    """A NumPy column (int32, int64 or float64, no nulls) as a one-dimensional array
+    parameter in PostgreSQL's binary form. The statement names its type (`CAST(%s AS
+    float8[])`), and the server checks that the elements are of that type."""
+
+    data: bytes
+
+
+def column_param(values: npt.NDArray[Any]) -> ColumnParam:
+    """The binary array form: a header (one dimension, no nulls, the element type, the
+    length, lower bound 1), then per element a 32-bit length and the value, big-endian. One
+    structured NumPy array, so thousands of values cross with no text (and no Python object)
+    per value; a 1,000-match batch's numbers took 11% of its worker CPU as array literals."""
+    element, width = _ELEMENTS[values.dtype]
+    if not len(values):
+        return ColumnParam(struct.pack("!iii", 0, 0, element))
+    items = np.empty(len(values), dtype=[("length", ">i4"), ("value", width)])
+    items["length"] = np.dtype(width).itemsize
+    items["value"] = values
+    return ColumnParam(struct.pack("!iiiii", 1, 0, element, len(values), 1) + items.tobytes())
+
+
+class _ColumnDumper(Dumper):
+    format = pq.Format.BINARY
+
+    def dump(self, obj: ColumnParam) -> bytes:
+        return obj.data
+
+
+psycopg.adapters.register_dumper(ColumnParam, _ColumnDumper)
 
 
 # -- fresh tables swapped in -----------------------------------------------------------

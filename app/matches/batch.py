@@ -285,41 +285,49 @@ async def _write(
         RatingColumns(
             mode=[rating.keys[p][0] for p in players.tolist()],
             player_id=[rating.keys[p][1] for p in players.tolist()],
-            mu=rating.mu[players].tolist(),
-            sigma=rating.sigma[players].tolist(),
-            matches=touched[players].tolist(),
-            win=np.bincount(rating.player, rating.result.wins, counted)[players].astype(np.int64).tolist(),
-            loss=np.bincount(rating.player, rating.result.losses, counted)[players].astype(np.int64).tolist(),
-            draw=np.bincount(rating.player, rating.result.draws, counted)[players].astype(np.int64).tolist(),
-            played_us=latest[players].tolist(),
+            mu=rating.mu[players],
+            sigma=rating.sigma[players],
+            matches=touched[players].astype(np.int32),
+            win=np.bincount(rating.player, rating.result.wins, counted)[players].astype(np.int32),
+            loss=np.bincount(rating.player, rating.result.losses, counted)[players].astype(np.int32),
+            draw=np.bincount(rating.player, rating.result.draws, counted)[players].astype(np.int32),
+            played_us=latest[players],
         ),
         ParticipantColumns(
-            match_pk=np.repeat(np.array(pks, dtype=np.int64), sizes).tolist(),
+            match_pk=np.repeat(np.array(pks, dtype=np.int64), sizes),
             player_id=[p.id for p in participants],
             mode=np.repeat(np.array(modes, dtype=object), sizes).tolist(),
-            team=[t for item in items for t, team in enumerate(item.match.teams) for _ in team.players],
-            rank=[
-                r
-                for item in items
-                for r, team in zip(item.ranks, item.match.teams, strict=True)
-                for _ in team.players
-            ],
-            weight=[p.weight for p in participants],
-            coefficient=[p.coefficient for p in participants],
-            mu_before=rating.result.before_mu.tolist(),
-            sigma_before=rating.result.before_sigma.tolist(),
-            mu_after=rating.result.after_mu.tolist(),
-            sigma_after=rating.result.after_sigma.tolist(),
+            team=np.array(
+                [t for item in items for t, team in enumerate(item.match.teams) for _ in team.players],
+                dtype=np.int32,
+            ),
+            rank=np.array(
+                [
+                    r
+                    for item in items
+                    for r, team in zip(item.ranks, item.match.teams, strict=True)
+                    for _ in team.players
+                ],
+                dtype=np.float64,
+            ),
+            weight=np.array([p.weight for p in participants], dtype=np.float64),
+            coefficient=np.array(
+                [np.nan if p.coefficient is None else p.coefficient for p in participants], dtype=np.float64
+            ),
+            mu_before=rating.result.before_mu,
+            sigma_before=rating.result.before_sigma,
+            mu_after=rating.result.after_mu,
+            sigma_after=rating.result.after_sigma,
         ),
         MatchColumns(
-            pk=pks,
+            pk=np.array(pks, dtype=np.int64),
             match_id=[item.match.match_id for item in items],
             mode=modes,
-            played_us=played_us.tolist(),
+            played_us=played_us,
             body_hash=[item.fingerprint for item in items],
-            quality=rating.result.quality.tolist(),
+            quality=rating.result.quality,
             # applied_seq in the listed order: drawn under the locks, in increasing order.
-            seq=claimed.sequence[: len(items)],
+            seq=np.array(claimed.sequence[: len(items)], dtype=np.int64),
             responses=wire_json(trees).decode(),
         ),
     )

@@ -27,12 +27,15 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import psycopg
 from psycopg import AsyncConnection
 from psycopg.pq import Escaping
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.bulk import ColumnParam, column_param
 from app.db.conservative import conservative_sql
 from app.db.locks import shared_lock
 
@@ -72,9 +75,13 @@ _CLAIM = f"""
         SELECT match_id, body_hash, played_at, response, void FROM matches
         WHERE match_id = ANY(CAST(%(match_ids)s AS varchar[]))
     ), wanted AS (
-        SELECT DISTINCT w.mode, w.player_id, w.mu, w.sigma
-        FROM jsonb_to_recordset(CAST(%(players)s AS jsonb))
-             AS w(match_id varchar, mode varchar, player_id varchar, mu float8, sigma float8)
+        SELECT DISTINCT w.mode, w.player_id, prior.mu, prior.sigma
+        FROM unnest(
+            CAST(%(match_ids_of)s AS varchar[]), CAST(%(modes_of)s AS varchar[]),
+            CAST(%(players)s AS varchar[])
+        ) AS w(match_id, mode, player_id)
+        JOIN unnest(CAST(%(prior_modes)s AS varchar[]), CAST(%(prior_mu)s AS float8[]),
+                    CAST(%(prior_sigma)s AS float8[])) AS prior(mode, mu, sigma) ON prior.mode = w.mode
         WHERE w.match_id NOT IN (SELECT match_id FROM taken)
           AND NOT EXISTS (
               SELECT 1 FROM ratings AS r JOIN modes AS m ON m.name = r.mode
@@ -99,7 +106,7 @@ _CLAIM = f"""
 _LOCK = """
     SELECT r.mode, r.player_id, r.mu, r.sigma FROM ratings r
     WHERE (r.mode, r.player_id) IN (
-        SELECT * FROM jsonb_to_recordset(CAST(%(pairs)s AS jsonb)) AS k(mode varchar, player_id varchar))
+        SELECT * FROM unnest(CAST(%(modes)s AS varchar[]), CAST(%(players)s AS varchar[])))
     ORDER BY r.mode, r.player_id
     FOR UPDATE OF r
 """
@@ -157,8 +164,8 @@ _APPLY = f"""
     ORDER BY u.match_id
 """
 
-# The same writes from columns (a batch's): each column one array literal, which PostgreSQL
-# parses in one call (no per-row JSON keys), and the responses one JSON array whose n-th
+# The same writes from columns (a batch's): each column one array, numbers in binary and
+# identifiers as one literal (no per-row JSON keys), and the responses one JSON array whose n-th
 # element goes with the n-th element of the matches' columns (the literal is parsed once, at
 # planning; an element is read by its offset). A played_at arrives as microseconds since 1970
 # (exact integers).
@@ -173,12 +180,16 @@ _APPLY_COLUMNS = f"""
         ) AS v(mode, player_id, mu, sigma, matches, win, loss, draw, played_us)
     ), changed AS ({_UPDATE_RATINGS}
     ), participants AS ({_PARTICIPANTS}
-        SELECT * FROM unnest(
+        SELECT p.match_pk, p.player_id, p.mode, p.team, p.rank, p.weight,
+               NULLIF(p.coefficient, 'NaN'), p.mu_before, p.sigma_before, p.mu_after, p.sigma_after
+        FROM unnest(
             CAST(%(p_match_pk)s AS int8[]), CAST(%(p_player_id)s AS varchar[]), CAST(%(p_mode)s AS varchar[]),
             CAST(%(p_team)s AS int[]), CAST(%(p_rank)s AS float8[]), CAST(%(p_weight)s AS float8[]),
             CAST(%(p_coefficient)s AS float8[]), CAST(%(p_mu_before)s AS float8[]),
             CAST(%(p_sigma_before)s AS float8[]), CAST(%(p_mu_after)s AS float8[]),
-            CAST(%(p_sigma_after)s AS float8[]))
+            CAST(%(p_sigma_after)s AS float8[])
+        ) AS p(match_pk, player_id, mode, team, rank, weight, coefficient, mu_before, sigma_before,
+               mu_after, sigma_after)
     )
     INSERT INTO matches (id, match_id, mode, played_at, body_hash, quality, response, applied_seq)
     SELECT u.pk, u.match_id, u.mode, TIMESTAMPTZ 'epoch' + u.played_us * INTERVAL '1 microsecond',
@@ -270,15 +281,18 @@ async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim], setup: Sequ
     and lock the players' ratings of all of them. `setup`: statements that go first, in the
     same round trip (BEGIN and the transaction's settings, when the claim begins it)."""
     pairs = sorted({(c.mode, p) for c in claims for p in c.player_ids})
-    players = json.dumps(
-        [
-            {"match_id": c.match_id, "mode": c.mode, "player_id": p, "mu": c.prior[0], "sigma": c.prior[1]}
-            for c in claims
-            for p in c.player_ids
-        ]
-    )
+    priors = {c.mode: c.prior for c in claims}
     literal = _literals(conn)
     ids = literal(_array([c.match_id for c in claims]))
+    # Each column one array literal (identifiers need no escaping inside it: app.ids).
+    participants = {
+        "match_ids_of": literal(_array([c.match_id for c in claims for _ in c.player_ids])),
+        "modes_of": literal(_array([c.mode for c in claims for _ in c.player_ids])),
+        "players": literal(_array([p for c in claims for p in c.player_ids])),
+        "prior_modes": literal(_array(list(priors))),
+        "prior_mu": literal(_array([mu for mu, _ in priors.values()])),
+        "prior_sigma": literal(_array([sigma for _, sigma in priors.values()])),
+    }
     *_, taken, locked, sequence = await _one_message(
         conn,
         [
@@ -286,8 +300,12 @@ async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim], setup: Sequ
             f"SAVEPOINT {SAVEPOINT}",
             _TABLES,
             _GUARD % {"modes": literal(_array(sorted({c.mode for c in claims})))},
-            _CLAIM % {"match_ids": ids, "players": literal(players)},
-            _LOCK % {"pairs": literal(json.dumps([{"mode": m, "player_id": p} for m, p in pairs]))},
+            _CLAIM % {"match_ids": ids, **participants},
+            _LOCK
+            % {
+                "modes": literal(_array([m for m, _ in pairs])),
+                "players": literal(_array([p for _, p in pairs])),
+            },
             _SEQUENCE % {"n": len(claims)},
         ],
     )
@@ -358,49 +376,56 @@ async def write(
         await _one_message(conn, [apply, "COMMIT"] if commit else [apply])
 
 
+# Numbers go as NumPy columns of the statement's element types (int4 = int32, int8 =
+# int64, float8 = float64; the server refuses another), text as sequences of identifiers.
+Float8 = npt.NDArray[np.float64]
+Int8 = npt.NDArray[np.int64]
+Int4 = npt.NDArray[np.int32]
+
+
 @dataclass(frozen=True, slots=True)
 class RatingColumns:
     """Each written player's last rating and summed counters, one element per player."""
 
     mode: Sequence[str]
     player_id: Sequence[str]
-    mu: Sequence[float]
-    sigma: Sequence[float]
-    matches: Sequence[int]
-    win: Sequence[int]
-    loss: Sequence[int]
-    draw: Sequence[int]
-    played_us: Sequence[int]  # the latest played_at, in microseconds since 1970 UTC
+    mu: Float8
+    sigma: Float8
+    matches: Int4
+    win: Int4
+    loss: Int4
+    draw: Int4
+    played_us: Int8  # the latest played_at, in microseconds since 1970 UTC
 
 
 @dataclass(frozen=True, slots=True)
 class ParticipantColumns:
     """The match_players rows, one element per participant."""
 
-    match_pk: Sequence[int]
+    match_pk: Int8
     player_id: Sequence[str]
     mode: Sequence[str]
-    team: Sequence[int]
-    rank: Sequence[float]
-    weight: Sequence[float]
-    coefficient: Sequence[float | None]
-    mu_before: Sequence[float]
-    sigma_before: Sequence[float]
-    mu_after: Sequence[float]
-    sigma_after: Sequence[float]
+    team: Int4
+    rank: Float8
+    weight: Float8
+    coefficient: Float8  # NaN for none (a coefficient is finite: app.matches.schemas)
+    mu_before: Float8
+    sigma_before: Float8
+    mu_after: Float8
+    sigma_after: Float8
 
 
 @dataclass(frozen=True, slots=True)
 class MatchColumns:
     """The rated matches' rows, and their stored responses as one JSON array in the same order."""
 
-    pk: Sequence[int]
+    pk: Int8
     match_id: Sequence[str]
     mode: Sequence[str]
-    played_us: Sequence[int]  # microseconds since 1970 UTC
+    played_us: Int8  # microseconds since 1970 UTC
     body_hash: Sequence[str]
-    quality: Sequence[float]
-    seq: Sequence[int]
+    quality: Float8
+    seq: Int8
     responses: str
 
 
@@ -410,12 +435,16 @@ async def write_columns(
     participants: ParticipantColumns,
     matches: MatchColumns,
 ) -> None:
-    """`write` from columns: one statement, no object per row on either side."""
-    params: dict[str, str] = {"m_responses": matches.responses}
+    """`write` from columns: one statement, no object per row on either side (numbers cross
+    in binary, app.db.bulk.column_param)."""
+    params: dict[str, str | ColumnParam] = {"m_responses": matches.responses}
     for prefix, columns in (("r_", ratings), ("p_", participants), ("m_", matches)):
         for column in fields(columns):
             if column.name != "responses":
-                params[prefix + column.name] = _array(getattr(columns, column.name))
+                values = getattr(columns, column.name)
+                params[prefix + column.name] = (
+                    column_param(values) if isinstance(values, np.ndarray) else _array(values)
+                )
     async with _raced(), conn.pipeline():
         # A batch touches a few thousand rows by key. Told the arrays' lengths, the planner
         # hashes the whole ratings and matches tables to join them (a scan of every row per
