@@ -10,10 +10,15 @@
    new match of 4 random players.
 4. pgbench runs the same transaction shape against the same database: lock 4 rating
    rows in id order, update 4, insert the match and 4 participants.
+
 With --batch N the service is driven through `POST /v1/matches/batch`, N new 2v2 matches per
-request, and the matches/s are N times the requests/s. Every connection count in
---connections is run in turn, against the same service (and pgbench at one match per
-transaction). The matches the service applied are also counted in the database.
+request, and pgbench runs the batch's shape, N matches a transaction (PGBENCH_BATCH_SCRIPT):
+what PostgreSQL alone sustains for those writes, the service's ceiling. Its tx/s column then
+counts matches, and its latencies are per transaction; the service's matches/s are N times
+its requests/s.
+
+Every connection count in --connections is run in turn, against the same service, then
+pgbench. The matches the service applied are also counted in the database.
 Prints throughput, p50/p99 of both and the ratio. Needs wrk and pgbench (Debian: wrk,
 postgresql-client). With --pgbouncer the service reaches PostgreSQL through Debian's pgbouncer
 in transaction pooling (tests/pgbouncer.py, DEFAULT_POOL_SIZE server connections); pgbench and
@@ -145,9 +150,53 @@ def parse_wrk(output: str) -> dict[str, float]:
     }
 
 
-def run_pgbench(socket_dir: str, seconds: int, clients: int, workdir: Path) -> dict[str, float]:
+# The batch's shape at %(batch)d new 2v2 matches a transaction, PostgreSQL alone (the rating
+# and every byte of Python left out): lock the 4N rating rows in id order, update them, insert
+# N match rows, each with a stored response of the service's size (about 900 bytes of JSON,
+# parsed per row), and 4N participants. The same random players in both statements: setseed.
+PGBENCH_BATCH_SCRIPT = """
+\\set s random(1, 1000000000)
+BEGIN;
+SELECT setseed(:s / 1000000000.0);
+SELECT count(*) FROM (
+ SELECT 1 FROM ratings WHERE mode = 'default' AND player_id IN (
+  SELECT 'b' || (1 + floor(random() * %(players)d))::int FROM generate_series(1, 4 * %(batch)d))
+ ORDER BY player_id FOR UPDATE) AS locked;
+SELECT setseed(:s / 1000000000.0);
+WITH picks AS MATERIALIZED (
+ SELECT g, 'b' || (1 + floor(random() * %(players)d))::int AS p FROM generate_series(1, 4 * %(batch)d) AS g
+), changed AS (
+ UPDATE ratings SET mu = mu + 0.01, sigma = sigma * 0.999, conservative = mu - 3 * sigma,
+  matches = matches + 1, wins = wins + 1, last_played_at = now(), updated_at = now()
+ WHERE mode = 'default' AND player_id IN (SELECT p FROM picks)
+), ids AS MATERIALIZED (
+ SELECT g, nextval('matches_id_seq') AS id, nextval('match_applied_seq') AS seq,
+  CAST(g * 0.7071067811865476 AS float8) AS x FROM generate_series(1, %(batch)d) AS g
+), participants AS (
+ INSERT INTO match_players
+  (match_pk, player_id, mode, team, rank, weight, mu_before, sigma_before, mu_after, sigma_after)
+ SELECT i.id, k.p, 'default', (k.g - 1) %% 4 / 2, 1 + (k.g - 1) %% 4 / 2, 1, i.x, i.x / 3, i.x + 1, i.x / 4
+ FROM picks AS k JOIN ids AS i ON i.g = (k.g - 1) / 4 + 1 ON CONFLICT DO NOTHING
+)
+INSERT INTO matches (id, match_id, mode, played_at, body_hash, quality, response, applied_seq)
+SELECT i.id, 'pg-' || i.id, 'default', now(), md5(CAST(i.id AS text)), i.x / 100, CAST(format(
+ '{"match_id":"pg-%%1$s","mode":"default","played_at":"2026-11-24T00:00:00.000000Z","created":true,'
+ || '"quality":%%2$s,"void":false,"players":[%%3$s,%%3$s,%%3$s,%%3$s]}', i.id, i.x / 100, format(
+ '{"player_id":"b%%1$s","team":0,"before":{"mu":%%2$s,"sigma":%%3$s,"conservative":%%4$s},'
+ || '"after":{"mu":%%2$s,"sigma":%%3$s,"conservative":%%4$s}}', i.id, i.x, i.x / 3, i.x - i.x / 7)) AS jsonb),
+ i.seq
+FROM ids AS i;
+COMMIT;
+"""
+
+
+def run_pgbench(
+    socket_dir: str, seconds: int, clients: int, workdir: Path, batch: int = 0
+) -> dict[str, float]:
+    """pgbench at `clients` connections: the single post's shape, or with `batch` the batch's."""
     script = workdir / "match.sql"
-    script.write_text(PGBENCH_SCRIPT % {"players": PLAYERS})
+    shape = PGBENCH_BATCH_SCRIPT if batch else PGBENCH_SCRIPT
+    script.write_text(shape % {"players": PLAYERS, "batch": batch})
     for old in workdir.glob("pgbench_log*"):
         old.unlink()
     out = subprocess.run(
@@ -324,7 +373,8 @@ def main() -> None:
             pg = None
             if not args.no_pgbench:
                 cpu_before = cpu_split(served.pid, postgres)
-                pg = run_pgbench(socket_dir, args.seconds, connections, served.workdir)
+                pg = run_pgbench(socket_dir, args.seconds, connections, served.workdir, args.batch)
+                pg["tps"] *= per_request  # matches/s (latencies stay per transaction)
                 cpu_after = cpu_split(served.pid, postgres)
                 for part in ("postgres", "machine"):
                     spent = cpu_after[part] - cpu_before[part]

@@ -10,7 +10,9 @@
 3. `python -m app replay --mode atp`, RUNS times: the whole command's wall seconds (process
    start to exit), and the replay's own split (read, rate, write) from its output. The first
    replay rates what the import loaded; the next ones re-rate a rated mode.
-4. With `--profile`, one more replay in this process under cProfile: where the time goes,
+4. The baseline: PostgreSQL alone copying the two tables a replay rewrites into new ones
+   and indexing them (`copy_alone`), in the same run.
+5. With `--profile`, one more replay in this process under cProfile: where the time goes,
    in this process (the rating runs in a worker thread, profiled apart) and waiting on
    PostgreSQL.
 """
@@ -90,6 +92,30 @@ def database(server: str | None) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def copy_alone(url: str) -> float:
+    """PostgreSQL alone doing the least a replay's write does: copy matches and match_players
+    into new tables, build their indexes and commit (no staging, no join, no Python). Seconds,
+    the new tables dropped after."""
+    started = time.perf_counter()
+    with psycopg.connect(url) as conn:
+        conn.execute("SET LOCAL maintenance_work_mem = '256MB'")  # as app.db.bulk.fresh_table
+        for table in ("match_players", "matches"):
+            conn.execute(f"CREATE TABLE bench_{table} AS SELECT * FROM {table}")
+            for (definition,) in conn.execute(
+                "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = CAST(%s AS regclass)",
+                (table,),
+            ).fetchall():
+                conn.execute(
+                    definition.replace(" INDEX ", " INDEX bench_", 1).replace(
+                        f" ON public.{table} ", f" ON bench_{table} "
+                    )
+                )
+    seconds = time.perf_counter() - started
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP TABLE bench_match_players, bench_matches")
+    return seconds
+
+
 def profile(url: str) -> str:
     from app.config import Settings
     from app.db.engine import build_engine, build_sessionmaker
@@ -145,6 +171,10 @@ def main() -> None:
                 flush=True,
             )
         print(f"median of {len(rows)}: {statistics.median(rows):.2f} s end to end (goal: <= 8 s)")
+        print(
+            f"PostgreSQL alone, copying matches and match_players into new tables with their indexes "
+            f"(the least a replay's write does): {copy_alone(url):.2f} s"
+        )
         if args.profile:
             print(profile(url))
 
