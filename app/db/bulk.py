@@ -285,5 +285,7 @@ async def swap_in(conn: psycopg.AsyncConnection[Any], tables: Sequence[Fresh]) -
     # rows refines them later.
     await conn.execute("SET LOCAL default_statistics_target = 10")
     for fresh in tables:
-        analysed = await columns_of(conn, fresh.table, "AND atttypid <> CAST('jsonb' AS regtype)")
+        analysed = await columns_of(
+            conn, fresh.table, "AND NOT atttypid IN (CAST('json' AS regtype), CAST('jsonb' AS regtype))"
+        )
         await conn.execute(f"ANALYZE {fresh.table} ({', '.join(analysed)})")

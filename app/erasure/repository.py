@@ -24,7 +24,7 @@ _RENAMED = "CASE WHEN p.player_id = :old THEN CAST(:new AS varchar) ELSE p.playe
 # stored response (the player's entry in "players") and fingerprint (app.matches.fingerprint,
 # over the participants as renamed) rewritten. Every part reads the snapshot from before the
 # rename, hence the CASE in the fingerprint. A match imported and not yet rated has an empty
-# response and keeps it.
+# response and keeps it. The response is stored as json (migration 0012) and edited as jsonb.
 _MATCHES = text(f"""
     WITH moved AS (
         UPDATE match_players SET player_id = :new WHERE player_id = :old RETURNING match_pk
@@ -35,14 +35,16 @@ _MATCHES = text(f"""
     )
     UPDATE matches m
     SET body_hash = f.fingerprint,
-        response = CASE WHEN jsonb_typeof(m.response -> 'players') = 'array' THEN jsonb_set(
-            m.response, '{{players}}', (
+        response = CASE WHEN json_typeof(m.response -> 'players') = 'array' THEN CAST(jsonb_set(
+            CAST(m.response AS jsonb), '{{players}}', (
                 SELECT jsonb_agg(
                     CASE WHEN e.player ->> 'player_id' = :old
                          THEN jsonb_set(e.player, '{{player_id}}', to_jsonb(CAST(:new AS text)))
                          ELSE e.player END
                     ORDER BY e.n)
-                FROM jsonb_array_elements(m.response -> 'players') WITH ORDINALITY AS e(player, n)))
+                FROM jsonb_array_elements(CAST(m.response AS jsonb) -> 'players')
+                     WITH ORDINALITY AS e(player, n)))
+            AS json)
         ELSE m.response END
     FROM fingerprints f WHERE m.id = f.id
 """)

@@ -271,7 +271,7 @@ async def _staging(conn: psycopg.AsyncConnection[Any]) -> None:
         "CREATE TEMP TABLE IF NOT EXISTS replay_players (ix int8, player_id varchar(128)) ON COMMIT DROP"
     )
     await conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS replay_matches (id int8, quality float8, response jsonb,"
+        "CREATE TEMP TABLE IF NOT EXISTS replay_matches (id int8, quality float8, response json,"
         " applied_seq int8) ON COMMIT DROP"
     )
 

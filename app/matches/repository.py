@@ -147,28 +147,28 @@ _PARTICIPANTS = """
 # violation (`Raced`) and nothing of its statement (or the COMMIT sent with it) applies.
 _APPLY = f"""
     WITH v AS (
-        SELECT * FROM jsonb_to_recordset(CAST(%(ratings)s AS jsonb)) AS v(
+        SELECT * FROM json_to_recordset(CAST(%(ratings)s AS json)) AS v(
             mode varchar, player_id varchar, mu float8, sigma float8, matches int,
             win int, loss int, draw int, played_at timestamptz)
     ), changed AS ({_UPDATE_RATINGS}
     ), participants AS ({_PARTICIPANTS}
-        SELECT * FROM jsonb_to_recordset(CAST(%(participants)s AS jsonb)) AS p(
+        SELECT * FROM json_to_recordset(CAST(%(participants)s AS json)) AS p(
             match_pk bigint, player_id varchar, mode varchar, team int, rank float8, weight float8,
             coefficient float8, mu_before float8, sigma_before float8, mu_after float8, sigma_after float8)
     )
     INSERT INTO matches (id, match_id, mode, played_at, body_hash, quality, response, applied_seq)
     SELECT u.pk, u.match_id, u.mode, u.played_at, u.body_hash, u.quality, u.response, u.seq
-    FROM jsonb_to_recordset(CAST(%(matches)s AS jsonb)) AS u(
+    FROM json_to_recordset(CAST(%(matches)s AS json)) AS u(
         pk bigint, match_id varchar, mode varchar, played_at timestamptz, body_hash varchar,
-        quality float8, response jsonb, seq bigint)
+        quality float8, response json, seq bigint)
     ORDER BY u.match_id
 """
 
 # The same writes from columns (a batch's): each column one array, numbers in binary and
 # identifiers as one literal (no per-row JSON keys), and the responses one JSON array whose n-th
-# element goes with the n-th element of the matches' columns (the literal is parsed once, at
-# planning; an element is read by its offset). A played_at arrives as microseconds since 1970
-# (exact integers).
+# element goes with the n-th element of the matches' columns (ROWS FROM zips them by position;
+# the array is read once, each element kept as its text: matches.response is json, migration
+# 0012). A played_at arrives as microseconds since 1970 (exact integers).
 _APPLY_COLUMNS = f"""
     WITH v AS (
         SELECT v.mode, v.player_id, v.mu, v.sigma, v.matches, v.win, v.loss, v.draw,
@@ -193,12 +193,13 @@ _APPLY_COLUMNS = f"""
     )
     INSERT INTO matches (id, match_id, mode, played_at, body_hash, quality, response, applied_seq)
     SELECT u.pk, u.match_id, u.mode, TIMESTAMPTZ 'epoch' + u.played_us * INTERVAL '1 microsecond',
-           u.body_hash, u.quality, CAST(%(m_responses)s AS jsonb) -> CAST(u.n - 1 AS int), u.seq
-    FROM unnest(
-        CAST(%(m_pk)s AS int8[]), CAST(%(m_match_id)s AS varchar[]), CAST(%(m_mode)s AS varchar[]),
-        CAST(%(m_played_us)s AS int8[]), CAST(%(m_body_hash)s AS varchar[]),
-        CAST(%(m_quality)s AS float8[]), CAST(%(m_seq)s AS int8[])
-    ) WITH ORDINALITY AS u(pk, match_id, mode, played_us, body_hash, quality, seq, n)
+           u.body_hash, u.quality, u.response, u.seq
+    FROM ROWS FROM (
+        unnest(CAST(%(m_pk)s AS int8[])), unnest(CAST(%(m_match_id)s AS varchar[])),
+        unnest(CAST(%(m_mode)s AS varchar[])), unnest(CAST(%(m_played_us)s AS int8[])),
+        unnest(CAST(%(m_body_hash)s AS varchar[])), unnest(CAST(%(m_quality)s AS float8[])),
+        unnest(CAST(%(m_seq)s AS int8[])), json_array_elements(CAST(%(m_responses)s AS json))
+    ) AS u(pk, match_id, mode, played_us, body_hash, quality, seq, response)
     ORDER BY u.match_id
 """
 
