@@ -3,9 +3,9 @@
 The stored response is only ever read back whole (a retry's answer, GET /v1/matches/{id}, a
 void) and rewritten whole (a replay); erasure is the one statement that edits inside it, and
 casts. `jsonb` parsed every document into its binary form on write: about 900 bytes per 2v2
-match, a sixth of PostgreSQL's work for a 1,000-match batch (pgbench of the batch's shape:
-4,800-5,000 matches/s with jsonb, 5,590 with json, same run) and 2.1 s against 0.7 s for
-ATP's 193,651 documents in a replay (docs/benchmarks.md).
+match. pgbench of the batch's shape did 4,800-5,000 matches/s with jsonb and 5,590 with json
+in the same period, and 193,651 documents took 2.1 s to store as jsonb against 0.7 s as json
+(docs/benchmarks.md, "The batch against PostgreSQL alone").
 
 The upgrade rewrites the matches table once.
 
