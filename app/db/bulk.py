@@ -28,8 +28,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 _SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 _HEADER = _SIGNATURE + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"  # no flags, no extension
 _TRAILER = b"\xff\xff"
-# PostgreSQL type -> big-endian NumPy type of its binary form.
+# PostgreSQL type -> big-endian NumPy type of its binary form; a native NumPy column's type ->
+# its PostgreSQL type; and the element type oids of the binary array form.
 _WIDTHS = {"int4": ">i4", "int8": ">i8", "float8": ">f8"}
+_KINDS = {np.dtype(np.int32): "int4", np.dtype(np.int64): "int8", np.dtype(np.float64): "float8"}
+_OIDS = {"int4": 23, "int8": 20, "float8": 701}
 
 
 async def driver(session: AsyncSession) -> psycopg.AsyncConnection[Any]:
@@ -90,9 +93,7 @@ async def copy_in_columns(
     conn: psycopg.AsyncConnection[Any], table: str, names: Sequence[str], columns: Sequence[npt.NDArray[Any]]
 ) -> None:
     """COPY equal-length NumPy columns (int4, int8 or float8 by dtype) into `table`."""
-    types = [
-        {"i": {4: "int4", 8: "int8"}, "f": {8: "float8"}}[c.dtype.kind][c.dtype.itemsize] for c in columns
-    ]
+    types = [_KINDS[c.dtype] for c in columns]
     record = _record(types)
     rows = np.empty(len(columns[0]) if columns else 0, dtype=record)
     rows["count"] = len(columns)
@@ -107,13 +108,6 @@ async def copy_in_columns(
 
 
 # -- NumPy columns as query parameters -------------------------------------------------
-
-# NumPy type -> (element type oid, big-endian NumPy type of its binary form).
-_ELEMENTS = {
-    np.dtype(np.int32): (23, ">i4"),
-    np.dtype(np.int64): (20, ">i8"),
-    np.dtype(np.float64): (701, ">f8"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +124,8 @@ def column_param(values: npt.NDArray[Any]) -> ColumnParam:
     length, lower bound 1), then per element a 32-bit length and the value, big-endian. One
     structured NumPy array, so thousands of values cross with no text (and no Python object)
     per value; a 1,000-match batch's numbers took 11% of its worker CPU as array literals."""
-    element, width = _ELEMENTS[values.dtype]
+    kind = _KINDS[values.dtype]
+    element, width = _OIDS[kind], _WIDTHS[kind]
     if not len(values):
         return ColumnParam(struct.pack("!iii", 0, 0, element))
     items = np.empty(len(values), dtype=[("length", ">i4"), ("value", width)])

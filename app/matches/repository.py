@@ -459,14 +459,12 @@ async def write_columns(
 def _array(values: Sequence[Any]) -> str:
     """A PostgreSQL array literal. Floats by repr, the shortest text that reads back to the
     same double; identifiers (app.ids: no quote, backslash, comma or space) quoted, so that
-    none reads as NULL; None as NULL."""
+    none reads as NULL. (A batch's numbers go in binary: app.db.bulk.column_param.)"""
     if not values:
         return "{}"
     first = values[0]
     if isinstance(first, str):
         return '{"' + '","'.join(values) + '"}'
-    if None in values:
-        return "{" + ",".join("NULL" if v is None else repr(v) for v in values) + "}"
     return "{" + ",".join(map(repr, values)) + "}"
 
 
