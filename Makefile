@@ -57,7 +57,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python bench/rating.py
 
 soak: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER) $(REDIS_SERVER)
-	SOAK=1 $(BIN)/python -m pytest -q -s -m "slow or reliability" $(PYTEST_ARGS)
+	SOAK=1 $(BIN)/python -m pytest -q -s -m "slow or reliability" --timeout=3600 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

@@ -8,6 +8,8 @@ PGBOUNCER=1 puts a real PgBouncer (transaction pooling, tests/pgbouncer.py) betw
 service and that database: the app, its CLI commands and the live server use it, while
 migrations and the tests' own checks go direct. Tests that reach the service's database
 connections carry the `api` marker; CI runs `PGBOUNCER=1 pytest -m api` as a third pass.
+Tests that reach the servers under test at all carry the `servers` marker: CI runs those
+against the machine's servers as a second pass (the rest never open a connection to them).
 """
 
 from __future__ import annotations
@@ -98,12 +100,17 @@ def service_url(request: pytest.FixtureRequest, database_url: str) -> str:
 
 # Tests that use one of these reach the service's own database connections (or PgBouncer).
 _SERVICE_FIXTURES = {"app", "settings", "service_url", "pgbouncer"}
+# Tests that use one of these reach the PostgreSQL or Redis under test.
+_SERVER_FIXTURES = {"server_url", "redis_url"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if _SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if _SERVICE_FIXTURES & fixtures:
             item.add_marker(pytest.mark.api)
+        if _SERVER_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.servers)
 
 
 @pytest.hookimpl(wrapper=True)
