@@ -108,7 +108,12 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(OperationalError)
     async def database_down(request: Request, exc: OperationalError) -> JSONResponse:
-        log.warning("database unavailable: %s", exc.__class__.__name__)
+        # The driver's error and its SQLSTATE tell a lost server from a statement timeout or a
+        # deadlock; never the statement or its parameters (a player's id).
+        orig = exc.orig
+        log.warning(
+            "database unavailable: %s (SQLSTATE %s)", type(orig).__name__, getattr(orig, "sqlstate", None)
+        )
         return unavailable("the database is unavailable; retry shortly", request)
 
     # Every pooled connection busy for the pool's whole timeout: the service is overloaded,
