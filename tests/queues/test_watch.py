@@ -27,7 +27,9 @@ async def test_stop_ends_the_listener_at_any_point_of_its_start(redis_url: str) 
             # Not wait_for: its own cancellation of stop() would reach the listener too.
             stopping = asyncio.ensure_future(watch.stop())
             done, _ = await asyncio.wait({stopping}, timeout=5.0)
-            if not done:
+            if done:
+                stopping.result()  # raises what stop() raised
+            else:
                 hung += 1
                 stopping.cancel()  # and through it the listener, so the next round starts clean
                 await asyncio.wait({stopping})
