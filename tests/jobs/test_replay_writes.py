@@ -157,6 +157,45 @@ async def test_fresh_tables_and_in_place_write_the_same_and_keep_the_schema(
     assert check_chains(database_url, mode, seeded) == 12
 
 
+async def test_fresh_tables_keep_coefficients_and_the_rows_of_a_refused_match(
+    app: FastAPI, api: AsyncClient, mode: str, database_url: str
+) -> None:
+    """A fresh match_players is built from the replay's own rows (coefficients, null or not,
+    included) and keeps the rows of refused matches (ties, once draws are off) as they were:
+    as in place."""
+    rng = random.Random(15)
+    players = [f"{mode}-c{i}" for i in range(8)]
+    await api.put_mode(mode, team_performance="weighted", draw_probability=0.1)
+    bodies = history_bodies(mode, rng, players, 30)
+    for body in bodies:
+        for team in body["teams"]:
+            for player in team["players"]:
+                if rng.random() < 0.5:
+                    player["coefficient"] = rng.choice([0.5, 2.0, 3.25])
+    tie = {
+        "match_id": f"{mode}-tie",
+        "mode": mode,
+        "teams": [{"players": [{"id": players[0]}], "rank": 0}, {"players": [{"id": players[1]}], "rank": 0}],
+    }
+    await post_all(api, [*bodies, tie])
+    await api.put_mode(mode, draw_probability=0.0)  # the tie can no longer be rated
+
+    in_place = await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=False)
+    written = snapshot(database_url, mode)
+    fresh = await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=True)
+    assert snapshot(database_url, mode) == written
+    assert fresh["skipped"] == in_place["skipped"]
+    assert f"{tie['match_id']}: " in "\n".join(fresh["skipped"])
+    with psycopg.connect(database_url) as conn:
+        coefficients = conn.execute(
+            "SELECT count(coefficient), count(*) - count(coefficient), count(DISTINCT match_pk)"
+            " FROM match_players WHERE mode = %s",
+            (mode,),
+        ).fetchone()
+    assert coefficients is not None and coefficients[0] > 0 and coefficients[1] > 0
+    assert coefficients[2] == len(bodies) + 1
+
+
 async def test_matches_recorded_during_a_replay_are_rated_on_top(
     app: FastAPI,
     api: AsyncClient,
