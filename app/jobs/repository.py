@@ -276,6 +276,12 @@ async def _staging(conn: psycopg.AsyncConnection[Any]) -> None:
     )
 
 
+_STAGED_PARTICIPANT = (
+    "match_pk", "player_ix", "team", "rank", "weight", "coefficient",
+    "mu_before", "sigma_before", "mu_after", "sigma_after",
+)  # fmt: skip
+
+
 async def stage_participants(
     session: AsyncSession, history: replay.ReplayMatches, rated: replay.Rated
 ) -> None:
@@ -289,10 +295,7 @@ async def stage_participants(
     await copy_in_columns(
         conn,
         "replay_participants",
-        (
-            "match_pk", "player_ix", "team", "rank", "weight", "coefficient",
-            "mu_before", "sigma_before", "mu_after", "sigma_after",
-        ),  # fmt: skip
+        _STAGED_PARTICIPANT,
         [
             np.repeat(history.pks, sizes)[done],
             rated.player[done],
