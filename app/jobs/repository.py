@@ -28,6 +28,7 @@ from app.db.bulk import (
     swap_in,
 )
 from app.db.conservative import conservative_sql
+from app.ids import PSEUDONYM_PREFIX
 from app.jobs import replay
 from app.leaderboards import repository as leaderboards
 from app.rating.levels import Matches
@@ -256,17 +257,24 @@ async def rated_players(session: AsyncSession, mode: str) -> list[str]:
         return [row[0] for row in await cursor.fetchall()]
 
 
+# A rated match's participant as staged: every column of its match_players row, the player by
+# State index (replay_players names them) and a null coefficient as NaN (binary COPY of NumPy
+# columns has no null).
+_STAGED_PARTICIPANT = {
+    "match_pk": "int8", "player_ix": "int8", "team": "int8", "rank": "float8", "weight": "float8",
+    "coefficient": "float8", "mu_before": "float8", "sigma_before": "float8", "mu_after": "float8",
+    "sigma_after": "float8",
+}  # fmt: skip
+
+
 async def _staging(conn: psycopg.AsyncConnection[Any]) -> None:
     await conn.execute("""
         CREATE TEMP TABLE IF NOT EXISTS replay_ratings (
             player_id varchar(128) PRIMARY KEY, mu float8, sigma float8, matches int, wins int,
             losses int, draws int, last_played_at timestamptz) ON COMMIT DROP
     """)
-    await conn.execute("""
-        CREATE TEMP TABLE IF NOT EXISTS replay_participants (
-            match_pk int8, player_ix int8, team int8, rank float8, weight float8, coefficient float8,
-            mu_before float8, sigma_before float8, mu_after float8, sigma_after float8) ON COMMIT DROP
-    """)
+    columns = ", ".join(f"{name} {kind}" for name, kind in _STAGED_PARTICIPANT.items())
+    await conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS replay_participants ({columns}) ON COMMIT DROP")
     await conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS replay_players (ix int8, player_id varchar(128)) ON COMMIT DROP"
     )
@@ -276,17 +284,11 @@ async def _staging(conn: psycopg.AsyncConnection[Any]) -> None:
     )
 
 
-_STAGED_PARTICIPANT = (
-    "match_pk", "player_ix", "team", "rank", "weight", "coefficient",
-    "mu_before", "sigma_before", "mu_after", "sigma_after",
-)  # fmt: skip
-
-
 async def stage_participants(
     session: AsyncSession, history: replay.ReplayMatches, rated: replay.Rated
 ) -> None:
-    """COPY the rated matches' participants (players by State index, a null coefficient as
-    NaN) into a temporary table: whole rows, so a fresh match_players needs none of the old."""
+    """COPY the rated matches' participants into a temporary table (_STAGED_PARTICIPANT):
+    whole rows, so a fresh match_players needs none of the old."""
     conn = await driver(session)
     await _staging(conn)
     entries = history.entries
@@ -295,7 +297,7 @@ async def stage_participants(
     await copy_in_columns(
         conn,
         "replay_participants",
-        _STAGED_PARTICIPANT,
+        list(_STAGED_PARTICIPANT),
         [
             np.repeat(history.pks, sizes)[done],
             rated.player[done],
@@ -348,6 +350,21 @@ async def stage_players(session: AsyncSession, names: Sequence[str]) -> None:
         await copy.write("".join(f"{i}\t{name}\n" for i, name in enumerate(names)))
 
 
+async def erased_since_read(session: AsyncSession) -> bool:
+    """Whether a player the replay staged (replay_players) has been erased since it read them:
+    every player a match or a rating names has a players row until erased, and is a pseudonym
+    in every stored row after (app.erasure)."""
+    conn = await driver(session)
+    async with conn.cursor() as cursor:
+        await cursor.execute(
+            "SELECT EXISTS (SELECT FROM replay_players n WHERE NOT starts_with(n.player_id, %s)"
+            " AND NOT EXISTS (SELECT FROM players p WHERE p.id = n.player_id))",
+            (PSEUDONYM_PREFIX,),
+        )
+        row = await cursor.fetchone()
+    return bool(row and row[0])
+
+
 async def stage_ratings(session: AsyncSession, ratings: Iterable[replay.NewRating]) -> None:
     """COPY the final ratings into a temporary table of this transaction."""
     conn = await driver(session)
@@ -386,15 +403,13 @@ async def mode_share(session: AsyncSession, rows: int) -> float:
     return rows / max(total, 1.0)
 
 
-# The staged participants by player id.
-_PARTICIPANTS = """
-    (SELECT s.match_pk, n.player_id, s.mu_before, s.sigma_before, s.mu_after, s.sigma_after
-     FROM replay_participants s JOIN replay_players n ON n.ix = s.player_ix)
-"""
+# The staged participants with their player ids.
+_NAMED = "replay_participants s JOIN replay_players n ON n.ix = s.player_ix"
 # Per table: the staged rows, how they match the table's, and the columns a replay rewrites.
 _STAGED = {
     "match_players": (
-        _PARTICIPANTS,
+        f"""(SELECT s.match_pk, n.player_id, s.mu_before, s.sigma_before, s.mu_after, s.sigma_after
+             FROM {_NAMED})""",
         "s.match_pk = t.match_pk AND s.player_id = t.player_id",
         ("mu_before", "sigma_before", "mu_after", "sigma_after"),
     ),
@@ -402,18 +417,18 @@ _STAGED = {
 }
 # A fresh match_players: the rated matches' participants whole from the staged rows, every
 # other match's as they are. Matching the old rows to the staged ones by (match, player id)
-# took 1.6 s on ATP singles' 387,302 rows, this 0.9 s.
-_PARTICIPANT_COLUMNS = (
+# instead took 1.29-1.39 s on ATP singles' 387,302 rows, this 1.00 s.
+_MATCH_PLAYERS = (
     "match_pk", "player_id", "mode", "team", "rank", "weight", "coefficient",
     "mu_before", "sigma_before", "mu_after", "sigma_after",
 )  # fmt: skip
-_FRESH_PARTICIPANTS = f"""
-    ({", ".join(_PARTICIPANT_COLUMNS)})
+_FRESH_MATCH_PLAYERS = f"""
+    ({", ".join(_MATCH_PLAYERS)})
     SELECT s.match_pk, n.player_id, CAST(%(mode)s AS varchar), s.team, s.rank, s.weight,
            nullif(s.coefficient, 'NaN'), s.mu_before, s.sigma_before, s.mu_after, s.sigma_after
-    FROM replay_participants s JOIN replay_players n ON n.ix = s.player_ix
+    FROM {_NAMED}
     UNION ALL
-    SELECT {", ".join(f"t.{c}" for c in _PARTICIPANT_COLUMNS)} FROM match_players t
+    SELECT {", ".join(f"t.{c}" for c in _MATCH_PLAYERS)} FROM match_players t
     WHERE NOT EXISTS (SELECT FROM replay_participants s WHERE s.match_pk = t.match_pk)
 """
 
@@ -424,14 +439,14 @@ async def rewrite(session: AsyncSession, table: str, fresh: bool, mode: str) -> 
     conn = await driver(session)
     staged, condition, replaced = _STAGED[table]
     if table == "match_players":
-        # Their sizes for the planner, which otherwise joins them by sorting both (temporary
-        # tables get no autovacuum analyse): 0.15 s saved 0.6 s on ATP singles.
+        # Their sizes for the planner, which otherwise joined them by sorting both (temporary
+        # tables get no autovacuum analyse): on ATP singles, 0.15 s of analyse saved 0.6 s.
         await conn.execute("ANALYZE replay_participants, replay_players")
     if fresh and table == "match_players":
-        missing = set(await columns_of(conn, table)) - set(_PARTICIPANT_COLUMNS)
+        missing = set(await columns_of(conn, table)) - set(_MATCH_PLAYERS)
         if missing:
             raise RuntimeError(f"a replay does not know the match_players columns {sorted(missing)}")
-        return await fresh_table(conn, table, _FRESH_PARTICIPANTS, {"mode": mode})
+        return await fresh_table(conn, table, _FRESH_MATCH_PLAYERS, {"mode": mode})
     if fresh:
         # s.quality and the like are never null in a staged row: a null means no row.
         columns = [
