@@ -76,11 +76,34 @@ FRESH_ROWS = 20_000
 FRESH_SHARE = 0.5
 
 
+# How many times a replay starts again when players it read were erased before it wrote.
+REPLAY_ATTEMPTS = 3
+
+
+class ErasedDuringReplay(Exception):
+    """Players the replay read were erased before it took the mode's lock to write: what it
+    rated names them, so it starts again from the history as erased."""
+
+
 async def run_replay(
     sessions: async_sessionmaker[AsyncSession], mode: str, report: Report, fresh: bool | None = None
 ) -> dict[str, Any]:
     """Re-rate the mode's history (app/jobs/replay.py) and swap the result in. `fresh` forces
     the write path (fresh tables or in place); by default the mode's share chooses it."""
+    for _ in range(REPLAY_ATTEMPTS - 1):
+        with contextlib.suppress(ErasedDuringReplay):
+            return await _replay(sessions, mode, report, fresh)
+    try:
+        return await _replay(sessions, mode, report, fresh)
+    except ErasedDuringReplay:
+        raise ErasedDuringReplay(
+            f"players were erased while the replay ran, {REPLAY_ATTEMPTS} times in a row; submit it again"
+        ) from None
+
+
+async def _replay(
+    sessions: async_sessionmaker[AsyncSession], mode: str, report: Report, fresh: bool | None
+) -> dict[str, Any]:
     started = time.perf_counter()
     await seasons.complete(sessions, mode)  # a season switch still archiving: finish it first
     async with sessions() as session, session.begin():
@@ -129,6 +152,10 @@ async def run_replay(
                 rated.skipped += tail_rated.skipped
                 late = tail.matches
             await repository.stage_players(session, state.names)
+            # An erasure holds every mode's lock: one that is not done yet waits for this commit
+            # (and renames what it wrote), one done since the read shows here.
+            if await repository.erased_since_read(session):
+                raise ErasedDuringReplay
             written = replay.new_ratings(state)
             await repository.stage_ratings(session, written)
             await report(0.4)

@@ -73,6 +73,21 @@ def snapshot(database_url: str, mode: str) -> tuple[Any, ...]:
         ).fetchone()  # type: ignore[return-value]
 
 
+def scramble(database_url: str, mode: str, skipped: list[str]) -> None:
+    """Overwrite what a replay rewrites in the mode's rated matches (not void, not refused), so a
+    replay that leaves old values in place cannot match a snapshot taken before."""
+    refused = [line.split(": ", 1)[0] for line in skipped]
+    with psycopg.connect(database_url) as conn:
+        rated = "m.mode = %(m)s AND NOT m.void AND NOT m.match_id = ANY(%(refused)s)"
+        params = {"m": mode, "refused": refused}
+        conn.execute(
+            "UPDATE match_players mp SET mu_before = -1, sigma_before = -1, mu_after = -1, sigma_after = -1"
+            f" FROM matches m WHERE m.id = mp.match_pk AND {rated}",
+            params,
+        )
+        conn.execute(f"UPDATE matches m SET quality = -1, response = '{{}}' WHERE {rated}", params)
+
+
 def check_chains(database_url: str, mode: str, start: dict[str, tuple[float, float]]) -> int:
     """Every player's matches in applied_seq order: each before is the previous after (the
     first is the player's start). The number of players checked."""
@@ -127,6 +142,7 @@ async def test_fresh_tables_and_in_place_write_the_same_and_keep_the_schema(
     seeded = {players[0]: (31.0, 3.0)}
     assert check_chains(database_url, mode, seeded) == 12
 
+    scramble(database_url, mode, in_place["skipped"])
     fresh = await service.run_replay(sessions, mode, nothing, fresh=True)
     assert fresh["fresh_tables"] is True and fresh["matches"] == 79
     assert snapshot(database_url, mode) == written
@@ -182,6 +198,7 @@ async def test_fresh_tables_keep_coefficients_and_the_rows_of_a_refused_match(
 
     in_place = await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=False)
     written = snapshot(database_url, mode)
+    scramble(database_url, mode, in_place["skipped"])
     fresh = await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=True)
     assert snapshot(database_url, mode) == written
     assert fresh["skipped"] == in_place["skipped"]
@@ -245,6 +262,46 @@ async def test_matches_recorded_during_a_replay_are_rated_on_top(
             (rating.mu, rating.sigma), rel=1e-12
         )
         assert profile.matches == count
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["in-place", "fresh"])
+async def test_a_player_erased_while_the_replay_rates_stays_erased(
+    app: FastAPI,
+    api: AsyncClient,
+    client: httpx.AsyncClient,
+    admin_headers: Headers,
+    mode: str,
+    database_url: str,
+    fresh: bool,
+) -> None:
+    """An erasure that commits after the replay read the history: the replay must not write
+    the erased id back (its participant rows, stored responses or a rating)."""
+    rng = random.Random(16)
+    players = [f"{mode}-e{i}" for i in range(8)]
+    await post_all(api, history_bodies(mode, rng, players, 30))
+    target = players[0]
+    erased: list[int] = []
+
+    async def erase_while_rating(_: float) -> None:
+        if not erased:  # the history is read: the replay holds no lock until it writes
+            erased.append((await client.delete(f"/v1/players/{target}", headers=admin_headers)).status_code)
+
+    await service.run_replay(app.state.resources.sessions, mode, erase_while_rating, fresh=fresh)
+    assert erased == [204]
+    with psycopg.connect(database_url) as conn:
+        named = conn.execute(
+            "SELECT (SELECT count(*) FROM match_players WHERE player_id = %(id)s),"
+            " (SELECT count(*) FROM matches WHERE strpos(CAST(response AS text), %(quoted)s) > 0),"
+            " (SELECT count(*) FROM ratings WHERE player_id = %(id)s),"
+            " (SELECT count(*) FROM players WHERE id = %(id)s)",
+            {"id": target, "quoted": f'"{target}"'},
+        ).fetchone()
+    assert named == (0, 0, 0, 0)
+    # What the replay wrote is what a replay after the erasure writes.
+    written = snapshot(database_url, mode)
+    await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=fresh)
+    assert snapshot(database_url, mode) == written
+    check_chains(database_url, mode, {})
 
 
 async def test_a_failed_swap_of_fresh_tables_changes_nothing(
