@@ -28,6 +28,7 @@ from app.db.bulk import (
     swap_in,
 )
 from app.db.conservative import conservative_sql
+from app.db.locks import shared_lock
 from app.ids import PSEUDONYM_PREFIX
 from app.jobs import replay
 from app.leaderboards import repository as leaderboards
@@ -491,8 +492,14 @@ async def replace_curves(
     job_id: str,
     curves: Iterable[tuple[str, list[float], list[float], list[float]]],
 ) -> None:
-    """Swap the mode's learning curves for these, in this transaction."""
+    """Swap the mode's learning curves for these, in this transaction, leaving out players
+    erased since the smooth read the history.
+
+    Under the mode's lock, shared: an erasure holds every mode's lock exclusively, so it is
+    either done (its player has no players row) or waits for this commit and then deletes
+    the curve written here."""
     conn = await driver(session)
+    await conn.execute(f"SELECT {shared_lock('%(mode)s')}", {"mode": mode})
     await conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS new_curves (player_id varchar(128), days float8[], mu float8[],"
         " sigma float8[]) ON COMMIT DROP"
@@ -506,6 +513,7 @@ async def replace_curves(
     await conn.execute("DELETE FROM learning_curves WHERE mode = %s", (mode,))
     await conn.execute(
         "INSERT INTO learning_curves (mode, player_id, job_id, days, mu, sigma)"
-        " SELECT %s, player_id, %s, days, mu, sigma FROM new_curves",
+        " SELECT %s, c.player_id, %s, c.days, c.mu, c.sigma FROM new_curves c"
+        " WHERE EXISTS (SELECT FROM players p WHERE p.id = c.player_id)",
         (mode, job_id),
     )

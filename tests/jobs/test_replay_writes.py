@@ -264,46 +264,6 @@ async def test_matches_recorded_during_a_replay_are_rated_on_top(
         assert profile.matches == count
 
 
-@pytest.mark.parametrize("fresh", [False, True], ids=["in-place", "fresh"])
-async def test_a_player_erased_while_the_replay_rates_stays_erased(
-    app: FastAPI,
-    api: AsyncClient,
-    client: httpx.AsyncClient,
-    admin_headers: Headers,
-    mode: str,
-    database_url: str,
-    fresh: bool,
-) -> None:
-    """An erasure that commits after the replay read the history: the replay must not write
-    the erased id back (its participant rows, stored responses or a rating)."""
-    rng = random.Random(16)
-    players = [f"{mode}-e{i}" for i in range(8)]
-    await post_all(api, history_bodies(mode, rng, players, 30))
-    target = players[0]
-    erased: list[int] = []
-
-    async def erase_while_rating(_: float) -> None:
-        if not erased:  # the history is read: the replay holds no lock until it writes
-            erased.append((await client.delete(f"/v1/players/{target}", headers=admin_headers)).status_code)
-
-    await service.run_replay(app.state.resources.sessions, mode, erase_while_rating, fresh=fresh)
-    assert erased == [204]
-    with psycopg.connect(database_url) as conn:
-        named = conn.execute(
-            "SELECT (SELECT count(*) FROM match_players WHERE player_id = %(id)s),"
-            " (SELECT count(*) FROM matches WHERE strpos(CAST(response AS text), %(quoted)s) > 0),"
-            " (SELECT count(*) FROM ratings WHERE player_id = %(id)s),"
-            " (SELECT count(*) FROM players WHERE id = %(id)s)",
-            {"id": target, "quoted": f'"{target}"'},
-        ).fetchone()
-    assert named == (0, 0, 0, 0)
-    # What the replay wrote is what a replay after the erasure writes.
-    written = snapshot(database_url, mode)
-    await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=fresh)
-    assert snapshot(database_url, mode) == written
-    check_chains(database_url, mode, {})
-
-
 async def test_a_failed_swap_of_fresh_tables_changes_nothing(
     app: FastAPI, api: AsyncClient, mode: str, database_url: str
 ) -> None:
