@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tomllib
+import uuid
 from importlib import import_module
 from pathlib import Path
 
@@ -86,14 +87,22 @@ def test_bad_arguments_are_one_line_and_status_2(args: list[str]) -> None:
     assert "error" in failure_line(run(*args), 2)
 
 
+def unknown_mode() -> str:
+    """A mode no other test has created. The shared database holds every earlier test's modes,
+    among them the input fuzzer's (tests/api/test_schemathesis.py, an admin key, any name the
+    id pattern allows): a CI run once found 'zzz' taken."""
+    return f"unknown-{uuid.uuid4().hex}"
+
+
 @pytest.mark.parametrize("command", ["replay", "smooth"])
 def test_an_unknown_mode_is_one_line_and_status_1(database_url: str, command: str) -> None:
-    line = failure_line(run(command, "--mode", "zzz", DATABASE_URL=database_url), 1)
-    assert line == "error: mode 'zzz' does not exist; create it with PUT /v1/modes/zzz (admin)"
+    mode = unknown_mode()
+    line = failure_line(run(command, "--mode", mode, DATABASE_URL=database_url), 1)
+    assert line == f"error: mode '{mode}' does not exist; create it with PUT /v1/modes/{mode} (admin)"
 
 
 def test_log_level_debug_shows_the_traceback(database_url: str) -> None:
-    result = run("replay", "--mode", "zzz", DATABASE_URL=database_url, LOG_LEVEL="DEBUG")
+    result = run("replay", "--mode", unknown_mode(), DATABASE_URL=database_url, LOG_LEVEL="DEBUG")
     assert result.returncode == 1
     assert "Traceback" in result.stderr and "UnknownMode" in result.stderr
 
