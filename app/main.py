@@ -8,10 +8,8 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 
 from fastapi import FastAPI
-from starlette.types import Receive, Scope, Send
 
 from app import background
 from app.api import (
@@ -30,7 +28,6 @@ from app.api import (
     ui,
 )
 from app.api.deps import Resources
-from app.api.match_posts import MatchPosts
 from app.api.middleware import RequestBody, RequestContext
 from app.config import Settings
 from app.db.engine import build_engine, build_sessionmaker
@@ -44,18 +41,6 @@ DESCRIPTION = """TrueSkill ratings and matchmaking.
 Every error is `application/problem+json` (RFC 9457). Authenticate with
 `Authorization: Bearer <api-key>`; scopes are `results:write`, `matchmaking`, `read` and
 `admin` (which holds every scope)."""
-
-
-class Service(FastAPI):
-    """The app, with POST /v1/matches answered before its middleware stack (app.api.match_posts)."""
-
-    match_posts: MatchPosts
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.match_posts.takes(scope):
-            await self.match_posts(scope, receive, send)
-            return
-        await super().__call__(scope, receive, send)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -84,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await resources.tickets.stop()
             await resources.matches.close()
+            await resources.batches.close()
             maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await maintenance
@@ -91,7 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await engine.dispose()
             embedded.stop()
 
-    app = Service(
+    app = FastAPI(
         title="Skill service",
         version="1.0.0",
         description=DESCRIPTION,
@@ -119,5 +105,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     app.add_middleware(RequestBody, max_bytes=config.max_body_bytes)
     app.add_middleware(RequestContext)
-    app.match_posts = MatchPosts(app, partial(FastAPI.__call__, app), config.max_body_bytes)
     return app

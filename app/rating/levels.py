@@ -1,4 +1,4 @@
-"""Many matches in their order of application, rated level by level (replay and the batch post).
+"""Many matches in their order of application, rated level by level (replay and every recorded match).
 
 One at a time, rating N matches is N engine calls. Here the matches are cut into **levels**
 instead, as the history engine cuts its passes (app/rating/history/schedule.py): a match's
@@ -9,7 +9,8 @@ rounds differently from the factor graph). A level's two-team matches of unit we
 through the NumPy batch path (app/rating/batch.py) in one call per team shape, when the
 mode's model is one it covers (`TrueSkill.batch_covers`); every other match (three or more
 teams, partial play, a tie the mode cannot rate, another tie model or team function) goes
-through `rate_match`, the one "rate one match", on its own.
+through `rate_match`, the one "rate one match", on its own; so do all of a list of a few
+matches (`ONE_AT_A_TIME`).
 
 The matches are flat arrays (`Matches`): one row per match, one per participant, players by
 index into the caller's rating arrays; nothing holds a Python object per match.
@@ -34,6 +35,12 @@ from app.rating.rating import Rating
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+
+
+# Up to this many matches are rated one at a time through `rate_match`, in order: the levels'
+# set-up costs a few dozen NumPy calls whatever the number of matches, more than the batch
+# path saves on so few (a group of single posts is often one match).
+ONE_AT_A_TIME = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +99,10 @@ def rate_levels(
     place to every player's rating after the last of their matches), level by level."""
     n, entries = matches.count, len(matches.player)
     out = Rated.empty(entries, n)
-    if n == 0:
+    if n <= ONE_AT_A_TIME:
+        for i in range(n):
+            _rate_one(env, matches, i, out, mu, sigma)
+        progress(1.0)
         return out
     start, team, weight, player = matches.start, matches.team, matches.weight, matches.player
     first = start[:-1]
