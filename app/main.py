@@ -58,10 +58,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         resources.tickets.start()
         maintenance = asyncio.create_task(background.maintain(sessions, config.maintenance_every_s))
         # What a worker holds from here to exit (modules, the app and its schemas, NumPy) is
-        # most of its heap, and every full collection walked all of it: about 0.4 s a pass with
-        # the event loop stalled (the match posts' p99: 456 ms against 120 ms), and half a
-        # 1,000-match batch's Python time (docs/benchmarks.md, issue #23). Frozen, the collector
-        # leaves it alone (the gc module's freeze()).
+        # most of its heap, and every full collection walked all of it with the event loop
+        # stalled: the match posts' p99 and a large batch's Python time paid for it
+        # (docs/benchmarks.md, issue #23). Frozen, the collector leaves it alone (the gc
+        # module's freeze()).
         gc.collect()
         gc.freeze()
         try:

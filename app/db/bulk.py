@@ -126,7 +126,8 @@ def column_param(values: npt.NDArray[Any]) -> ColumnParam:
     """The binary array form: a header (one dimension, no nulls, the element type, the
     length, lower bound 1), then per element a 32-bit length and the value, big-endian. One
     structured NumPy array, so thousands of values cross with no text (and no Python object)
-    per value; a 1,000-match batch's numbers took 11% of its worker CPU as array literals."""
+    per value: as array literals, a large batch's numbers cost a good part of its worker's CPU
+    (docs/benchmarks.md, issue #23)."""
     kind = _KINDS[values.dtype]
     element = _OIDS[kind]
     if not len(values):

@@ -4,7 +4,8 @@ Every non-void match is rated again in played_at order (then recording order), e
 starting from their seed (an admin override) or the mode's prior. The rating is
 app/rating/levels.py's: the matches cut into levels (a match's level is one past the levels
 of its players' previous matches), two-team levels through the NumPy batch path, every other
-match through `rate_match` on its own; POST /v1/matches/batch rates a batch the same way.
+match through `rate_match` on its own; the match pipeline (app.matches.recording) rates every
+group of posted matches the same way.
 
 The whole history is held as flat arrays (`ReplayMatches`): one row per match, one per
 participant, players by index; nothing holds a Python object per match until the stored

@@ -365,6 +365,13 @@ class MatchColumns:
     responses: str
 
 
+# Each kind's array columns, by name (the responses go as one JSON array).
+_COLUMNS = {
+    kind: [column.name for column in fields(kind) if column.name != "responses"]
+    for kind in (RatingColumns, ParticipantColumns, MatchColumns)
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Write:
     """A rated group's rows."""
@@ -380,12 +387,9 @@ async def write(conn: AsyncConnection[Any], rows: Write) -> None:
     does not run when the statement fails."""
     params: dict[str, str | ColumnParam] = {"m_responses": rows.matches.responses}
     for prefix, columns in (("r_", rows.ratings), ("p_", rows.participants), ("m_", rows.matches)):
-        for column in fields(columns):
-            if column.name != "responses":
-                values = getattr(columns, column.name)
-                params[prefix + column.name] = (
-                    column_param(values) if isinstance(values, np.ndarray) else _array(values)
-                )
+        for name in _COLUMNS[type(columns)]:
+            values = getattr(columns, name)
+            params[prefix + name] = column_param(values) if isinstance(values, np.ndarray) else _array(values)
     async with _raced(), conn.pipeline():
         await conn.execute(_APPLY, params)
         await conn.execute("COMMIT")

@@ -163,24 +163,33 @@ def rate_levels(
 def _rate_one(env: TrueSkill, matches: Matches, i: int, out: Rated, mu: Array, sigma: Array) -> None:
     """One match through `rate_match`, as a single post rates it."""
     lo, hi = int(matches.start[i]), int(matches.start[i + 1])
+    # Read as lists once: a NumPy scalar read one at a time costs more than the rating of a 1v1.
+    entries = slice(lo, hi)
+    players = matches.player[entries].tolist()
     ids: list[list[str]] = []
     ratings: list[list[Rating]] = []
     weights: list[list[float]] = []
     coefficients: list[list[float]] = []
     ranks: list[float] = []
-    for e in range(lo, hi):
-        t = int(matches.team[e])
+    for t, p, r, w, c, m, s in zip(
+        matches.team[entries].tolist(),
+        players,
+        matches.rank[entries].tolist(),
+        matches.weight[entries].tolist(),
+        matches.coefficient[entries].tolist(),
+        mu[players].tolist(),
+        sigma[players].tolist(),
+        strict=True,
+    ):
         if t == len(ids):
             ids.append([])
             ratings.append([])
             weights.append([])
             coefficients.append([])
-            ranks.append(float(matches.rank[e]))
-        p = int(matches.player[e])
+            ranks.append(r)
         ids[t].append(str(p))
-        ratings[t].append(Rating(float(mu[p]), float(sigma[p])))
-        weights[t].append(float(matches.weight[e]))
-        c = float(matches.coefficient[e])
+        ratings[t].append(Rating(m, s))
+        weights[t].append(w)
         coefficients[t].append(1.0 if c != c else c)  # NaN: not given, 1 in a weighted mode
     teams = MatchTeams(
         ids, ratings, ranks, weights, coefficients if env.team_performance == "weighted" else None
@@ -192,12 +201,14 @@ def _rate_one(env: TrueSkill, matches: Matches, i: int, out: Rated, mu: Array, s
         out.refused[i] = str(exc)
         return
     out.quality[i] = rated.quality
-    for e, r in zip(range(lo, hi), rated.players, strict=True):
-        p = int(matches.player[e])
-        out.before_mu[e], out.before_sigma[e] = r.before.mu, r.before.sigma
-        out.after_mu[e], out.after_sigma[e] = r.after.mu, r.after.sigma
-        mu[p], sigma[p] = r.after.mu, r.after.sigma
-        out.wins[e], out.losses[e], out.draws[e] = r.win, r.loss, r.draw
+    results = rated.players
+    out.before_mu[entries] = [r.before.mu for r in results]
+    out.before_sigma[entries] = [r.before.sigma for r in results]
+    out.after_mu[entries] = mu[players] = [r.after.mu for r in results]
+    out.after_sigma[entries] = sigma[players] = [r.after.sigma for r in results]
+    out.wins[entries] = [r.win for r in results]
+    out.losses[entries] = [r.loss for r in results]
+    out.draws[entries] = [r.draw for r in results]
 
 
 def _batch_outcomes(
