@@ -8,7 +8,8 @@ as if posted after the earlier one.
 
 The pipeline owns its transaction, on a connection of the writers' own (app.db.connections):
 
-1. every match checked and its mode's rules found (`prepare_all`), before taking a connection;
+1. every match checked and its mode's rules found (`service.prepare_all`), before taking a
+   connection;
 2. the claim (`repository.claim`, one round trip that begins the transaction): the stored rows
    of the ids already taken, the missing ratings created, every participant's rating locked in
    one fixed order, the applied_seq values drawn;
@@ -24,7 +25,6 @@ of its ids (`repository.Raced`): claimed again, the id reads as taken.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,10 +40,8 @@ from app.errors import AppError, Conflict, ValidationFailed
 from app.matches import columns, repository
 from app.matches.repository import Claim, Claimed, StoredMatch
 from app.matches.responses import response_data
-from app.matches.schemas import MatchIn, MatchOut, consistency_errors, match_json, wire_json
-from app.matches.service import body_hash
-from app.modes import service as modes
-from app.modes.service import ModeRules
+from app.matches.schemas import MatchIn, MatchOut, match_json, wire_json
+from app.matches.service import Prepared, prepare_all
 
 
 class Recorded:
@@ -69,23 +67,6 @@ class Recorded:
 
 # What one match of a group gets: its result, or the error the single post would raise.
 Outcome = Recorded | AppError
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A match that passed the checks that need no ratings."""
-
-    match: MatchIn
-    rules: ModeRules
-    fingerprint: str
-    played_at: dt.datetime
-
-    def claim(self) -> Claim:
-        ids = [p.id for team in self.match.teams for p in team.players]
-        env = self.rules.env
-        return Claim(
-            self.match.match_id, self.rules.name, self.played_at, self.fingerprint, ids, (env.mu, env.sigma)
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,15 +132,16 @@ async def _apply(
         begin = ()  # the transaction is open now
         fresh = _fresh(prepared, claimed, excluded)
         items = [item for _, item in fresh]
+        if not items:  # retries and refusals only: nothing to write
+            await conn.commit()
+            applied: list[Recorded] = []
+            break
         rated = columns.rate([item.rules for item in items], [item.match for item in items], claimed)
         if rated.refused:
             excluded.update({fresh[at][0]: refusal(reason) for at, reason in rated.refused.items()})
             await repository.rollback_claims(conn)
             continue
         applied = _responses(items, rated)
-        if not fresh:
-            await conn.commit()
-            break
         try:
             await repository.write(conn, _write(items, rated, claimed, applied))
         except repository.Raced:
@@ -169,11 +151,9 @@ async def _apply(
             continue
         break
     counts: dict[str, tuple[int, int]] = {}
-    for recorded in applied:
-        data = recorded.data
-        assert isinstance(data, dict)
-        done, ratings = counts.get(data["mode"], (0, 0))
-        counts[data["mode"]] = (done + 1, ratings + len(data["players"]))
+    for item in items:
+        done, ratings = counts.get(item.rules.name, (0, 0))
+        counts[item.rules.name] = (done + 1, ratings + sum(len(team.players) for team in item.match.teams))
     first = {item.match.match_id: (item, done) for (_, item), done in zip(fresh, applied, strict=True)}
     by_index = {index: done for (index, _), done in zip(fresh, applied, strict=True)}
     return _outcomes(prepared, claimed, excluded, by_index, first), counts
@@ -284,63 +264,3 @@ def retry(reference: Reference, prepared: Prepared) -> Recorded:
 def refusal(reason: str) -> ValidationFailed:
     """The 422 of a match the engine refuses (a tie in a mode without draws)."""
     return ValidationFailed(reason, errors=[{"loc": ["body", "teams"], "msg": reason}])
-
-
-async def prepare_all(
-    sessions: async_sessionmaker[AsyncSession], matches: Sequence[MatchIn | AppError]
-) -> list[Prepared | AppError]:
-    """Every match checked, with its mode's rules, in the listed order."""
-    async with contextlib.AsyncExitStack() as stack:
-        session: AsyncSession | None = None
-
-        # Mode rules come from the per-process cache; a session is opened (and connects)
-        # only on a miss.
-        async def resolve(name: str) -> ModeRules:
-            nonlocal session
-            hit = modes.cached(name)
-            if hit is not None:
-                return hit
-            if session is None:
-                session = await stack.enter_async_context(sessions())
-            return await modes.resolve(session, name)
-
-        prepared: list[Prepared | AppError] = []
-        for match in matches:
-            try:
-                if isinstance(match, AppError):
-                    prepared.append(match)
-                else:
-                    prepared.append(_prepare(match, await resolve(match.mode)))
-            except AppError as exc:
-                prepared.append(exc)
-    return prepared
-
-
-def _prepare(match: MatchIn, rules: ModeRules) -> Prepared:
-    errors = consistency_errors(match)
-    if errors:
-        raise ValidationFailed(
-            f"{'.'.join(str(p) for p in errors[0]['loc'])}: {errors[0]['msg']}",  # type: ignore[attr-defined]
-            errors=errors,
-        )
-    _check_coefficients(match, rules.env.team_performance)
-    played_at = match.played_at or dt.datetime.now(dt.UTC)
-    return Prepared(match, rules, body_hash(match), played_at)
-
-
-def _check_coefficients(match: MatchIn, team_performance: str) -> None:
-    """422 when the match gives coefficients and the mode does not use them."""
-    if team_performance == "weighted":
-        return
-    given = [
-        ("teams", index, "players", position, "coefficient")
-        for index, team in enumerate(match.teams)
-        for position, player in enumerate(team.players)
-        if player.coefficient is not None
-    ]
-    if given:
-        msg = f"coefficients need a mode with team_performance 'weighted', not {team_performance!r}"
-        raise ValidationFailed(
-            f"{'.'.join(map(str, given[0]))}: {msg}",
-            errors=[{"loc": ["body", *loc], "msg": msg} for loc in given],
-        )
