@@ -175,7 +175,7 @@ def _terminate(number: int, frame: FrameType | None) -> None:
 def embedded_servers(settings: Settings, owner: bool = False) -> Iterator[EmbeddedServers]:
     """The embedded servers of DATA_DIR for one command, stopped on the way out as far as this
     process is responsible for them (app/infra/embedded.py)."""
-    embedded = EmbeddedServers(settings.data_dir, owner=owner)
+    embedded = EmbeddedServers(settings.data_dir, owner=owner, wait_s=settings.db_connect_wait_s)
     try:
         yield embedded
     finally:
