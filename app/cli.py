@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -39,6 +40,8 @@ from app.imports import commands as history_commands
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
 
 USAGE, FAILURE = 2, 1
+# Under DATA_DIR: where `serve` leaves a generated admin key when stdout is not a terminal.
+BOOTSTRAP_KEY_FILE = "bootstrap-admin-key"
 
 
 class Abort(Exception):
@@ -167,6 +170,27 @@ async def _bootstrap(settings: Settings, database_url: str) -> str | None:
         await engine.dispose()
 
 
+def hand_over(key: str, data_dir: Path) -> str:
+    """The line that hands a generated bootstrap key over. On a terminal, the key itself.
+    Otherwise stdout goes to a file (`make run > run.log`, a service manager's journal), which
+    would keep the secret wherever that file goes: the key is written to DATA_DIR/BOOTSTRAP_KEY_FILE,
+    readable by its owner only, and the line names that file."""
+    if sys.stdout.isatty():
+        return f"Bootstrap admin API key (shown once, store it now): {key}"
+    path = data_dir.resolve() / BOOTSTRAP_KEY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Created afresh with mode 0600 (O_EXCL: never through a file or link already there, whose
+    # mode or target someone else chose).
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(key + "\n")
+    return (
+        f"Bootstrap admin API key written to {path} (readable by its owner only): "
+        "store it elsewhere, then delete the file"
+    )
+
+
 def _terminate(number: int, frame: FrameType | None) -> None:
     raise Terminated
 
@@ -209,7 +233,7 @@ def serve(settings: Settings) -> None:
         database_url, redis_url = prepare(settings, embedded, redis=True)
         key = asyncio.run(_bootstrap(settings, database_url))
         if key is not None:
-            print(f"Bootstrap admin API key (shown once, store it now): {key}", flush=True)
+            print(hand_over(key, settings.data_dir), flush=True)
         # Workers inherit the resolved servers, so they never start embedded ones themselves.
         os.environ["DATABASE_URL"] = database_url
         os.environ["REDIS_URL"] = redis_url
