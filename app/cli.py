@@ -275,21 +275,32 @@ def migrate(settings: Settings) -> None:
 
 
 def keys(settings: Settings, args: argparse.Namespace) -> None:
-    from app.auth.keys import Scope, parse_scopes
+    from app.auth.keys import Scope, parse_modes, parse_scopes
 
     scopes: list[Scope] = []
+    modes: list[str] | None = None
     if args.action == "create":
         try:
             scopes = parse_scopes(args.scopes)
         except ValueError as exc:
             raise Abort(f"--scopes: {exc}") from None
+        try:
+            modes = None if args.modes is None else parse_modes(args.modes)
+        except ValueError as exc:
+            raise Abort(f"--modes: {exc}") from None
     with embedded_servers(settings) as embedded:
         say_where(settings)
         database_url, _ = prepare(settings, embedded)
-        print(asyncio.run(_keys(settings, database_url, args, scopes)))
+        print(asyncio.run(_keys(settings, database_url, args, scopes, modes)))
 
 
-async def _keys(settings: Settings, database_url: str, args: argparse.Namespace, scopes: list[Any]) -> str:
+async def _keys(
+    settings: Settings,
+    database_url: str,
+    args: argparse.Namespace,
+    scopes: list[Any],
+    modes: list[str] | None,
+) -> str:
     from app.auth import service
     from app.auth.schemas import KeyCreated, KeyInfo, KeyList
     from app.db.engine import build_engine, build_sessionmaker
@@ -298,8 +309,10 @@ async def _keys(settings: Settings, database_url: str, args: argparse.Namespace,
     try:
         async with build_sessionmaker(engine)() as session, session.begin():
             if args.action == "create":
-                row, key = await service.create_key(session, args.name, scopes)
-                return KeyCreated(id=row.id, key=key, name=row.name, scopes=scopes).model_dump_json()
+                row, key = await service.create_key(session, args.name, scopes, modes)
+                return KeyCreated(
+                    id=row.id, key=key, name=row.name, scopes=scopes, modes=row.modes
+                ).model_dump_json()
             if args.action == "list":
                 rows = await service.list_keys(session)
                 return KeyList(keys=[KeyInfo.model_validate(row) for row in rows]).model_dump_json(indent=2)
@@ -341,7 +354,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     create.add_argument(
         "--scopes", required=True, help="comma-separated: results:write,matchmaking,read,admin"
     )
-    actions.add_parser("list", help="every key: id, name, scopes, created, revoked (never the secret)")
+    create.add_argument(
+        "--modes",
+        help="comma-separated mode names or prefixes ending in '*' (fps-*,chess): the key acts on "
+        "those modes only (default: every mode)",
+    )
+    actions.add_parser("list", help="every key: id, name, scopes, modes, created, revoked (never the secret)")
     revoke = actions.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("id")
     add_tournaments_parser(commands)

@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     trusted_proxies: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = Field(
         (), description="Addresses or networks of proxies whose X-Forwarded-For names the client"
     )
+    ui_session_s: int = Field(
+        28_800, ge=60, le=30 * 86_400, description="How long an ops-page sign-in lasts (its session expires)"
+    )
     maintenance_every_s: float = Field(
         5.0, gt=0, le=3600, description="How often background work (leaderboard counts, jobs) runs"
     )

@@ -79,6 +79,36 @@ def test_unknown_scope_is_one_line() -> None:
     assert "god" in line
 
 
+async def test_keys_create_limited_to_modes(database_url: str, client: httpx.AsyncClient) -> None:
+    result = run(
+        "keys",
+        "create",
+        "--name",
+        "fps",
+        "--scopes",
+        "read",
+        "--modes",
+        "fps-*, chess",
+        DATABASE_URL=database_url,
+    )
+    assert result.returncode == 0, result.stderr
+    created = json.loads(result.stdout)
+    assert created["modes"] == ["fps-*", "chess"]
+    listed = {
+        row["id"]: row for row in json.loads(run("keys", "list", DATABASE_URL=database_url).stdout)["keys"]
+    }
+    assert listed[created["id"]]["modes"] == ["fps-*", "chess"]
+    headers = {"Authorization": f"Bearer {created['key']}"}
+    refused = await client.get("/v1/leaderboards/go", headers=headers)
+    assert refused.status_code == 403 and "'go' is not one" in refused.json()["detail"]
+
+
+@pytest.mark.parametrize("modes", ["fps-**", "has space", "*", ","])
+def test_malformed_modes_are_one_line(modes: str) -> None:
+    line = failure_line(run("keys", "create", "--name", "x", "--scopes", "read", "--modes", modes), 2)
+    assert line.startswith("error: --modes: ")
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app import metrics, pagination
 from app.db.commit_hooks import after_commit
 from app.errors import NotFound
+from app.ids import EVERY_MODE, ModeScope
 from app.jobs.smooth import at_day
 from app.modes import service as modes
 from app.players import repository
@@ -28,10 +29,12 @@ def _rating(mu: float, sigma: float, k: float) -> RatingOut:
     return RatingOut(mu=mu, sigma=sigma, conservative=conservative(mu, sigma, k))
 
 
-async def get_player(session: AsyncSession, player_id: str) -> PlayerOut:
+async def get_player(session: AsyncSession, player_id: str, within: ModeScope = EVERY_MODE) -> PlayerOut:
+    """The player's ratings in the modes `within` allows; 404 for a player never seen."""
     rows = await repository.ratings(session, player_id)
     if not rows and not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
+    rows = [r for r in rows if within.allows(r.mode)]
     return PlayerOut(
         player_id=player_id,
         ratings=[
@@ -50,15 +53,21 @@ async def get_player(session: AsyncSession, player_id: str) -> PlayerOut:
 
 
 async def player_matches(
-    session: AsyncSession, player_id: str, mode: str | None, limit: int, cursor: str | None
+    session: AsyncSession,
+    player_id: str,
+    mode: str | None,
+    limit: int,
+    cursor: str | None,
+    within: ModeScope = EVERY_MODE,
 ) -> PlayerMatches:
+    """A page of the player's matches: of `mode`, or of every mode `within` allows."""
     if not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
     before = None
     if cursor is not None:
         seq, pk = pagination.decode_values(cursor, (int, int))
         before = (seq, pk)
-    rows = await repository.history(session, player_id, mode, before, limit + 1)
+    rows = await repository.history(session, player_id, mode, before, limit + 1, within.like_patterns())
     page = rows[:limit]
     return PlayerMatches(
         matches=[
