@@ -231,21 +231,28 @@ def test_sigkill_of_everything_then_serve_at_once_keeps_every_acknowledged_match
     assert leftovers(data_dir) == []
 
 
-def test_a_database_that_does_not_answer_gets_the_wait_then_serve_exits_1(data_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("server", "failure"),
+    [
+        ("postgres", "error: embedded PostgreSQL did not answer within 2s (DB_CONNECT_WAIT_S"),
+        ("redis", "error: cannot reach Redis after 2s"),
+    ],
+)
+def test_a_server_that_does_not_answer_gets_the_wait_then_serve_exits_1(
+    data_dir: Path, server: str, failure: str
+) -> None:
     env = environment(data_dir, free_port())
-    listed = cli(env, "keys", "list")  # starts the servers, and stops them again
-    assert listed.returncode == 0, listed.stderr
-    started = cli(env, "migrate")
-    assert started.returncode == 0, started.stderr
+    migrated = cli(env, "migrate")  # starts PostgreSQL, and stops it again
+    assert migrated.returncode == 0, migrated.stderr
     guest = subprocess.Popen(
         [sys.executable, "-c", "import sys; from pathlib import Path; from app.infra.embedded import "
-         "EmbeddedServers; EmbeddedServers(Path(sys.argv[1])).start_postgres()", str(data_dir)],
+         f"EmbeddedServers; EmbeddedServers(Path(sys.argv[1])).start_{server}()", str(data_dir)],
         env=env,
     )  # fmt: skip
     assert guest.wait(120) == 0
-    postmaster = postgres_pid(data_dir)
-    assert postmaster is not None
-    os.kill(postmaster, signal.SIGSTOP)
+    running = postgres_pid(data_dir) if server == "postgres" else (running_redis(data_dir) or (None,))[0]
+    assert running is not None
+    os.kill(running, signal.SIGSTOP)  # alive, listening, answering nothing
     try:
         result = subprocess.run(
             [sys.executable, "-m", "app", "serve"],
@@ -255,11 +262,11 @@ def test_a_database_that_does_not_answer_gets_the_wait_then_serve_exits_1(data_d
             timeout=120,
         )
         assert result.returncode == 1, result.stderr
-        assert "embedded PostgreSQL did not answer within 2s (DB_CONNECT_WAIT_S" in result.stderr
+        assert result.stderr.splitlines()[-1].startswith(failure), result.stderr
         assert "Traceback" not in result.stderr
     finally:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(postmaster, signal.SIGCONT)
+            os.kill(running, signal.SIGCONT)
     # That serve adopted the server, so it stopped it on the way out; the next one starts.
     service = serve(env)
     assert stop(service, signal.SIGTERM) == 0
