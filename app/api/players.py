@@ -40,10 +40,14 @@ async def get_learning_curve(
     player_id: Identifier,
     session: SessionDep,
     _: ReadKey,
-    mode: Annotated[Identifier, Query()] = "default",
+    mode: Annotated[
+        Identifier | None,
+        Query(description="default: the only mode the player is rated in (422 naming them when several)"),
+    ] = None,
 ) -> LearningCurve:
     """The player's online ratings after each match, and the smoothed TrueSkill Through
-    Time curve from the mode's last smooth job (null before one has run)."""
+    Time curve from the mode's last smooth job (null before one has run). Without `mode`,
+    the only mode the player is rated in; 422 naming the player's modes when there are several."""
     return await service.learning_curve(session, player_id, mode)
 
 
