@@ -23,6 +23,7 @@ from app.api import (
     lobbies,
     matches,
     modes,
+    openapi,
     players,
     problems,
     queues,
@@ -102,6 +103,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     docs.install(app)
     problems.install(app)
     problems.document(app)
+    openapi.amend(app)
     # Requests find their route by trying the routers in this order: the busiest come first.
     for router in (
         queues.router,

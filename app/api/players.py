@@ -45,13 +45,18 @@ async def get_learning_curve(
     player_id: Identifier,
     session: SessionDep,
     key: ReadKey,
-    mode: Annotated[Identifier, Query()] = "default",
+    mode: Annotated[
+        Identifier | None,
+        Query(description="default: the only mode the player is rated in (422 naming them when several)"),
+    ] = None,
 ) -> LearningCurve:
     """The player's online ratings after each match, and the smoothed TrueSkill Through
-    Time curve from the mode's last smooth job (null before one has run). 403 for a mode
-    outside the key's modes."""
-    require_mode(key, mode)
-    return await service.learning_curve(session, player_id, mode)
+    Time curve from the mode's last smooth job (null before one has run). Without `mode`,
+    the only mode the player is rated in; 422 naming the player's modes when there are several.
+    For a key limited to modes: a `mode` outside them is a 403, and only its modes count."""
+    if mode is not None:
+        require_mode(key, mode)
+    return await service.learning_curve(session, player_id, mode, key.modes)
 
 
 @router.put("/{player_id}/ratings/{mode}", operation_id="put_player_rating", response_model=PlayerOut)

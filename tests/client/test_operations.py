@@ -56,8 +56,8 @@ async def scenario(api: Client | AsyncClient) -> None:
     """Every operation once, each checked on what it answered."""
     mode = f"cl-{secrets.token_hex(4)}"
     p1, p2, p3, p4 = (f"{mode}-p{i}" for i in range(1, 5))
-    assert (await ready(api.healthz()))["status"] == "ok"
-    assert (await ready(api.readyz()))["status"] == "ready"
+    assert (await ready(api.healthz())).status == "ok"
+    assert (await ready(api.readyz())).status == "ready"
     assert "http_request_duration_seconds" in await ready(api.metrics())
 
     created = await ready(api.put_mode(mode, min_matches_for_leaderboard=1, beta=4.0))
