@@ -249,6 +249,28 @@ async def test_lists_and_profiles_leave_other_games_out(
     assert player.status_code == 200 and games["foreign"] not in player.text
 
 
+async def test_a_learning_curve_without_a_mode_picks_among_the_keys_modes(
+    client: httpx.AsyncClient, admin_headers: Headers, games: dict[str, str]
+) -> None:
+    player = f"lc-{secrets.token_hex(4)}"
+    for mode in (games["own"], games["own_too"], games["foreign"]):
+        rated = await client.put(
+            f"/v1/players/{player}/ratings/{mode}", json={"mu": 25.0, "sigma": 8.0}, headers=admin_headers
+        )
+        assert rated.status_code == 200
+    # Rated in three modes: for a key for every mode, a 422 naming them.
+    path = f"/v1/players/{player}/learning-curve"
+    everything = await client.get(path, headers=admin_headers)
+    assert everything.status_code == 422 and games["foreign"] in everything.json()["detail"]
+    key = await limited_key(client, admin_headers, ["read"], [games["own"]])
+    curve = await client.get(path, headers=key)
+    assert curve.status_code == 200 and curve.json()["mode"] == games["own"]
+    wider = await limited_key(client, admin_headers, ["read"], [games["prefix"]])
+    named = await client.get(path, headers=wider)
+    assert named.status_code == 422 and "rated in 2 modes" in named.json()["detail"]
+    assert games["foreign"] not in named.json()["detail"]
+
+
 async def test_an_erasure_spans_every_mode_so_a_limited_key_may_not_erase(
     client: httpx.AsyncClient, admin_headers: Headers, games: dict[str, str]
 ) -> None:
