@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        embedded = EmbeddedServers(config.data_dir)
+        embedded = EmbeddedServers(config.data_dir, wait_s=config.db_connect_wait_s)
         database_url = config.database_url or embedded.start_postgres()
         redis_url = config.redis_url or embedded.start_redis()
         engine = build_engine(config, database_url)
