@@ -21,6 +21,7 @@ from app.api import (
     lobbies,
     matches,
     modes,
+    openapi,
     players,
     problems,
     queues,
@@ -48,7 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        embedded = EmbeddedServers(config.data_dir)
+        embedded = EmbeddedServers(config.data_dir, wait_s=config.db_connect_wait_s)
         database_url = config.database_url or embedded.start_postgres()
         redis_url = config.redis_url or embedded.start_redis()
         engine = build_engine(config, database_url)
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     docs.install(app)
     problems.install(app)
     problems.document(app)
+    openapi.amend(app)
     # Requests find their route by trying the routers in this order: the busiest come first.
     for router in (
         queues.router,

@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth import service as auth_service
+from app.auth import sessions
 from app.auth.keys import Scope
 from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
@@ -143,8 +144,20 @@ async def authenticate(request: Request, res: Resources, presented: str | None, 
 
     Only failures count: a valid key is never held back by it, though it shares the address
     (a studio's backends behind one NAT)."""
+    return await _failures_counted(request, res, auth_service.authenticate(res.sessions, presented, scope))
+
+
+async def authenticate_session(
+    request: Request, res: Resources, session_id: str | None, scope: Scope
+) -> Principal:
+    """The key of an ops-page session holding `scope` (app.auth.sessions); a failure counts
+    as a failed key does."""
+    return await _failures_counted(request, res, sessions.signed_in(res.sessions, session_id, scope))
+
+
+async def _failures_counted(request: Request, res: Resources, check: Awaitable[Principal]) -> Principal:
     try:
-        return await auth_service.authenticate(res.sessions, presented, scope)
+        return await check
     except Unauthorized:
         wait = res.auth_failures.take(client_address(request, res.settings.trusted_proxies))
         if wait > 0:
@@ -156,8 +169,10 @@ async def authenticate(request: Request, res: Resources, presented: str | None, 
 
 
 async def authorize(request: Request, res: Resources, scope: Scope) -> Principal:
-    """The request's key if it holds `scope` and is within its request rate; else 401, 403
-    or 429. What `require` checks, for a route that runs below the dependency layer."""
+    """The request's key if it holds `scope`, is within its request rate and, for a route with a
+    `{mode}` in its path, may act on that mode; else 401, 403 or 429. What `require` checks, for
+    a route that runs below the dependency layer. A mode named in a body or query is checked by
+    its route, with the same auth_service.require_mode."""
     key = await authenticate(request, res, bearer_token(request), scope)
     request.state.api_key_id = key.key_id
     wait = res.limits.take(key.key_id)
@@ -165,7 +180,15 @@ async def authorize(request: Request, res: Resources, scope: Scope) -> Principal
         raise TooManyRequests(
             "this key is over its request rate; retry after the given seconds", headers=_retry_after(wait)
         )
+    check_path_mode(request, key)
     return key
+
+
+def check_path_mode(request: Request, key: Principal) -> None:
+    """403 when the route's `{mode}` path parameter names a mode outside the key's modes."""
+    mode = request.path_params.get("mode")
+    if mode is not None:
+        auth_service.require_mode(key, mode)
 
 
 def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:

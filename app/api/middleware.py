@@ -13,7 +13,7 @@ from prometheus_client import Counter, Histogram
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import title_of
+from app.api.problems import PROBLEM, problem_json
 from app.logs import request_id
 
 log = logging.getLogger("app.access")
@@ -291,21 +291,13 @@ def _deepest_opening(brackets: str) -> int:
 
 
 async def _problem(scope: Scope, send: Send, status: int, detail: str) -> None:
-    body = json.dumps(
-        {
-            "type": "about:blank",
-            "title": title_of(status),
-            "status": status,
-            "detail": detail,
-            "instance": scope["path"],
-        }
-    ).encode()
+    body = problem_json(status, detail, scope["path"])
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"application/problem+json"),
+                (b"content-type", PROBLEM.encode()),
                 (b"content-length", str(len(body)).encode()),
             ],
         }

@@ -120,7 +120,11 @@ _SEQUENCE = "SELECT nextval('match_applied_seq'), nextval('matches_id_seq') FROM
 # again.
 _PLANNER = ("SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off")
 
-_STORED = text("SELECT body_hash, played_at, response, void FROM matches WHERE match_id = :match_id")
+# WITHIN: a key's modes as LIKE patterns (app.ids.ModeScope), NULL for every mode.
+_WITHIN = "(CAST(:within AS varchar[]) IS NULL OR mode LIKE ANY (CAST(:within AS varchar[])))"
+_STORED = text(
+    f"SELECT body_hash, played_at, response, void FROM matches WHERE match_id = :match_id AND {_WITHIN}"
+)
 
 # A player in several matches of the group has one ratings row: the last rating and the
 # summed counters. `v` holds (mode, player_id, mu, sigma, matches, win, loss, draw, played_at).
@@ -407,14 +411,18 @@ def _array(values: Sequence[Any]) -> str:
     return "{" + ",".join(map(repr, values)) + "}"
 
 
-async def stored(session: AsyncSession, match_id: str) -> StoredMatch | None:
-    row = (await session.execute(_STORED, {"match_id": match_id})).first()
+async def stored(session: AsyncSession, match_id: str, within: list[str] | None = None) -> StoredMatch | None:
+    """The stored match, if its mode is one of `within` (LIKE patterns; None: any)."""
+    row = (await session.execute(_STORED, {"match_id": match_id, "within": within})).first()
     return None if row is None else StoredMatch(row[0], row[1], row[2], row[3])
 
 
-_VOID = text("UPDATE matches SET void = true WHERE match_id = :match_id RETURNING response")
+_VOID = text(f"UPDATE matches SET void = true WHERE match_id = :match_id AND {_WITHIN} RETURNING response")
 
 
-async def void(session: AsyncSession, match_id: str) -> dict[str, Any] | None:
-    row = (await session.execute(_VOID, {"match_id": match_id})).first()
+async def void(
+    session: AsyncSession, match_id: str, within: list[str] | None = None
+) -> dict[str, Any] | None:
+    """Void the match, if its mode is one of `within` (LIKE patterns; None: any)."""
+    row = (await session.execute(_VOID, {"match_id": match_id, "within": within})).first()
     return None if row is None else dict(row[0])

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.errors import AppError, Conflict, NotFound, ValidationFailed
+from app.ids import EVERY_MODE, ModeScope
 from app.matches import repository
 from app.matches.fingerprint import match_fingerprint
 from app.matches.repository import Claim
@@ -117,15 +118,17 @@ def _out(match_id: str, response: dict[str, Any], void: bool) -> MatchOut:
     return MatchOut.model_validate({**response, "created": False, "void": void})
 
 
-async def get_match(session: AsyncSession, match_id: str) -> MatchOut:
-    stored = await repository.stored(session, match_id)
+async def get_match(session: AsyncSession, match_id: str, within: ModeScope = EVERY_MODE) -> MatchOut:
+    """The stored match; one of a mode outside `within` is not found, as one never posted."""
+    stored = await repository.stored(session, match_id, within.like_patterns())
     if stored is None:
         raise NotFound(f"no match {match_id!r}")
     return _out(match_id, stored.response, stored.void)
 
 
-async def void_match(session: AsyncSession, match_id: str) -> MatchOut:
-    response = await repository.void(session, match_id)
+async def void_match(session: AsyncSession, match_id: str, within: ModeScope = EVERY_MODE) -> MatchOut:
+    """Void the match; one of a mode outside `within` is not found, as one never posted."""
+    response = await repository.void(session, match_id, within.like_patterns())
     if response is None:
         raise NotFound(f"no match {match_id!r}")
     return _out(match_id, response, True)

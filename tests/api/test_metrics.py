@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app import metrics
 from app.jobs import service as jobs
+from app.seasons import service as seasons
 
 Headers = dict[str, str]
 
@@ -126,3 +127,24 @@ def test_observing_all_at_once_equals_observing_one_by_one() -> None:
     assert [(n, labels) for n, labels, _ in got] == [(n, labels) for n, labels, _ in expected]
     for (_, _, want), (_, _, have) in zip(expected, got, strict=True):
         assert have == pytest.approx(want, rel=1e-12)
+
+
+async def test_a_season_switch_counts_the_ratings_it_resets(
+    app: FastAPI, client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    for n, teams in enumerate([(["s1"], ["s2"]), (["s2"], ["s3"])]):
+        posted = await client.post("/v1/matches", json=match(mode, n, *teams), headers=admin_headers)
+        assert posted.status_code == 201
+
+    async def report(progress: float) -> None:
+        pass
+
+    before = value(await scrape(client), "skill_ratings_written_total", mode=mode, source="season")
+    # In this process, as the replay above: each process counts only its own writes.
+    result = await seasons.run_switch(
+        app.state.resources.sessions, mode, {"name": "s1", "reset": "hard"}, report
+    )
+    assert result["players"] == 3
+    samples = await scrape(client)
+    assert value(samples, "skill_ratings_written_total", mode=mode, source="season") - before == 3
+    assert value(samples, "skill_ratings_written_total", mode=mode, source="match") == 4
