@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,9 +19,19 @@ from app.auth.service import Principal
 from app.config import Settings
 from app.errors import TooManyRequests, Unauthorized
 from app.infra.redis_client import RedisClient
-from app.matches.batch import BATCH_WRITERS
+from app.matches import group_commit
 from app.matches.group_commit import GroupCommit
+from app.matches.recording import Writers
 from app.queues.watch import TicketWatch
+
+# Batches one process has in its transactions at once. Batches of random players share some
+# (two of 1,000 2v2 matches over 100,000 players share about 160), so they wait on each
+# other's row locks, and a waiting batch holds the rows it locked before (one fixed order):
+# more in flight queue up behind one another, each holding locks the next needs, and stretch
+# the span from lock to commit with their own work. One at a time per process keeps one
+# batch's locks held only while it writes; the others check and prepare their items meanwhile
+# (bench/api_matches.py --batch 1000: docs/benchmarks.md, issue #23).
+BATCH_WRITERS = 1
 
 
 @dataclass
@@ -39,8 +48,8 @@ class Resources:
     tickets: TicketWatch = field(init=False)
     # Single match posts gather here into shared transactions (app.matches.group_commit).
     matches: GroupCommit = field(init=False)
-    # Batch posts take turns to write (app.matches.batch.BATCH_WRITERS).
-    batches: asyncio.Semaphore = field(init=False)
+    # Batch posts are recorded here, BATCH_WRITERS at a time.
+    batches: Writers = field(init=False)
 
     def __post_init__(self) -> None:
         self.limits = TokenBuckets(self.settings.rate_limit_per_s, self.settings.rate_limit_burst)
@@ -48,8 +57,9 @@ class Resources:
             self.settings.auth_failures_per_s, self.settings.auth_failure_burst, max_buckets=4096
         )
         self.tickets = TicketWatch(self.redis)
-        self.matches = GroupCommit(self.engine, self.sessions, self.settings.db_statement_timeout_ms)
-        self.batches = asyncio.Semaphore(BATCH_WRITERS)
+        writers = Writers(self.engine, self.sessions, self.settings, group_commit.WRITERS)
+        self.matches = GroupCommit(writers)
+        self.batches = Writers(self.engine, self.sessions, self.settings, BATCH_WRITERS)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`
@@ -194,5 +204,8 @@ def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
 
 ReadKey = Annotated[Principal, Depends(require(Scope.read))]
 AdminKey = Annotated[Principal, Depends(require(Scope.admin))]
-ResultsKey = Annotated[Principal, Depends(require(Scope.results_write))]
+# The results:write check, also run by name where a route runs its dependencies itself
+# (app.api.matches, POST /v1/matches).
+results_key = require(Scope.results_write)
+ResultsKey = Annotated[Principal, Depends(results_key)]
 MatchmakingKey = Annotated[Principal, Depends(require(Scope.matchmaking))]
