@@ -59,14 +59,20 @@ def team_performances(
     layers with the players integrated out (Table 1, rows 1–3), tau added first."""
     # math.fsum rounds each sum once, exactly, so a team's performance does not depend on the
     # order its players are listed in: a replay that meets the players in another order (by
-    # id, or after an erasure renamed one) rates to the same bits.
+    # id, or after an erasure renamed one) rates to the same bits. The terms are gathered in
+    # one loop and summed as lists: generator expressions, resumed once per player, cost
+    # more than the arithmetic.
+    fsum = math.fsum
     means = []
     variances = []
     for team, team_weights in zip(ratings, weights):
-        means.append(math.fsum(w * mu for (mu, _), w in zip(team, team_weights)))
-        variances.append(
-            math.fsum(w * w * (sigma * sigma + tau2 + beta2) for (_, sigma), w in zip(team, team_weights))
-        )
+        mean_terms = []
+        variance_terms = []
+        for (mu, sigma), w in zip(team, team_weights):
+            mean_terms.append(w * mu)
+            variance_terms.append(w * w * (sigma * sigma + tau2 + beta2))
+        means.append(fsum(mean_terms))
+        variances.append(fsum(variance_terms))
     return means, variances
 
 
