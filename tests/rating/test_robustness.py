@@ -161,6 +161,18 @@ def test_far_windows_by_quadrature_match_200_digit_reference(t: float, e: float)
     assert rest == pytest.approx(float(variance), rel=1e-12)
 
 
+@pytest.mark.parametrize(("t", "e"), [(7.8, 2.05), (8.0, 2.2), (9.0, 2.3), (10.0, 2.05), (-8.5, 2.4)])
+def test_wide_far_windows_by_decimals_match_200_digit_reference(t: float, e: float) -> None:
+    """Windows wider than the quadrature's, 5.7 to 8 standard deviations out, with the far
+    edge still within double range: truncation._far_window's extended precision. V flips with
+    the sign of t, and W is 1 − (the variance)."""
+    mean, variance = reference_draw_moments(abs(t), e)
+    v, w, rest = draw(t, e)
+    assert v == pytest.approx(mean if t > 0 else -mean, rel=1e-13)
+    assert rest == pytest.approx(variance, rel=1e-13)
+    assert w == pytest.approx(1.0 - variance, rel=1e-13)
+
+
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.999, 1 - 2**-40, 0.9999999999999999])
 def test_draw_margin_holds_for_draw_probabilities_up_to_the_last_float_below_one(p: float) -> None:
     # Φ⁻¹((p + 1)/2) from 60-digit mpmath; (p + 1)/2 itself rounds to 1.0 in doubles for the last p.
