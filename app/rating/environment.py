@@ -223,7 +223,10 @@ class TrueSkill:
             margins = [0.0] * (len(order) - 1)
         else:
             margins = self._chain_margins(ratings, alphas, means, variances, order)
-        ties = chain_ties(ranks, order, margins)
+        ranked = []
+        for team in order:
+            ranked.append(ranks[team])
+        ties = chain_ties(ranked, margins)
         return chain(means, variances, order, margins, ties, tolerance, self.max_sweeps)
 
     def _chain_margins(

@@ -88,14 +88,13 @@ def chain_order(ranks: list[float]) -> list[int]:
     return sorted(range(len(ranks)), key=ranks.__getitem__)
 
 
-def chain_ties(ranks: list[float], order: list[int], margins: list[float]) -> list[bool]:
-    """Which neighbouring teams along the chain (`order`, with `margins` between them) tie."""
+def chain_ties(ranked: list[float], margins: list[float]) -> list[bool]:
+    """Which neighbouring teams along the chain tie, given their ranks in chain order."""
     ties = []
-    for previous, team, margin in zip(order, order[1:], margins):
-        tie = ranks[team] == ranks[previous]
-        if tie and margin <= 0.0:
+    for previous, rank, margin in zip(ranked, ranked[1:], margins):
+        if rank == previous and margin <= 0.0:
             raise RatingInputError(TIE_WITHOUT_DRAWS)
-        ties.append(tie)
+        ties.append(rank == previous)
     return ties
 
 
