@@ -98,9 +98,10 @@ def reference_draw_moments(t: float, e: float) -> tuple[float, float]:
 )
 def test_draw_moments_match_200_digit_reference(t: float, e: float) -> None:
     mean, variance = reference_draw_moments(t, e)
-    v, _, rest = draw(t, e)
+    v, w, rest = draw(t, e)
     assert v == pytest.approx(float(mean), rel=1e-12)
     assert rest == pytest.approx(float(variance), rel=1e-6)
+    assert w == pytest.approx(1.0 - float(variance), rel=1e-6, abs=1e-12)
 
 
 def test_out_of_domain_values_are_refused() -> None:
