@@ -48,3 +48,9 @@ def test_team_quality_scores_each_candidate_of_a_batch_on_its_own() -> None:
     assert batch.shape == (5,)
     for row, teams in enumerate(candidates):
         assert batch[row] == pytest.approx(ENV.quality(teams), rel=1e-12)
+
+
+def test_a_relaxation_shorter_than_a_second_still_relaxes() -> None:
+    relax = Relaxation(start=0.4, floor=0.05, seconds=0.5)
+    assert relax.threshold(0.25) == pytest.approx(0.225, abs=1e-15)
+    assert relax.thresholds(np.array([0.25])).tolist() == [relax.threshold(0.25)]
