@@ -144,3 +144,9 @@ def test_no_widening_time_means_the_relaxed_limit_at_once(seconds: float) -> Non
     rule = LatencyRule(start_ms=40.0, relaxed_ms=90.0, seconds=seconds)
     assert rule.limit(0.0) == 90.0
     assert rule.limits(np.array([0.0, 1.0])).tolist() == [90.0, 90.0]
+
+
+def test_a_rule_that_widens_in_under_a_second_still_widens() -> None:
+    rule = LatencyRule(start_ms=40.0, relaxed_ms=90.0, seconds=0.5)
+    assert rule.limit(0.25) == pytest.approx(65.0, abs=1e-12)
+    assert rule.limits(np.array([0.25])).tolist() == [rule.limit(0.25)]
