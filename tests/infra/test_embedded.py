@@ -66,6 +66,7 @@ def test_a_guest_never_stops_servers_it_found_running(data_dir: Path) -> None:
     started.start_redis()
     try:
         pids = server_pids(data_dir)
+        assert len(pids) == 2
         guest = EmbeddedServers(data_dir)
         url = guest.start_postgres()
         redis_url = guest.start_redis()
@@ -89,6 +90,7 @@ def test_the_owner_adopts_what_it_finds_and_stops_it(data_dir: Path) -> None:
     owner.start_postgres()
     owner.start_redis()
     pids = server_pids(data_dir)
+    assert len(pids) == 2
     assert (data_dir / OWNER_FILE).read_text().strip() == str(os.getpid())
     guest.stop()
     assert all(alive(pid) for pid in pids)
