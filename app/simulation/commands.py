@@ -22,11 +22,12 @@ import httpx
 from app.client import ApiError
 from app.progress import Bar
 from app.simulation import population as populations
+from app.simulation.checked import ScenarioError
 from app.simulation.comparison import compare
 from app.simulation.live import read_ratings, run_live
 from app.simulation.markdown import Report, Result
 from app.simulation.population import Population, Streams
-from app.simulation.reading import ScenarioError, read
+from app.simulation.reading import read
 from app.simulation.report import single
 from app.simulation.scenario import Scenario
 from app.simulation.virtual import run_virtual

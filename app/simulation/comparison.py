@@ -4,7 +4,7 @@ mode settings, with the rating's convergence in it."""
 
 from __future__ import annotations
 
-from app.simulation import measures
+from app.simulation import measures, targets
 from app.simulation.charts import Guide, Series, bar_chart, line_chart
 from app.simulation.markdown import Report, Result, games, headline, method, seconds, table
 from app.simulation.report import TABLE_GAMES, calibration_chart, convergence_chart, window_starts
@@ -25,13 +25,13 @@ def compare(first: Result, second: Result) -> Report:
         *table(["setting", *names], differences(a, b)),
     ]
     rows = [[name, one, two] for (name, one), (_, two) in zip(headline(first), headline(second), strict=True)]
-    for ta, tb in zip(measures.targets(first.run, None), measures.targets(second.run, None), strict=True):
+    for ta, tb in zip(targets.targets(first.run, None), targets.targets(second.run, None), strict=True):
         rows.append([ta.name, _verdict(ta), _verdict(tb)])
     rows.append(
         [
-            f"games to a rank correlation of {measures.CONVERGED:g}",
-            games(measures.games_to(first.run.checkpoints, "displayed")),
-            games(measures.games_to(second.run.checkpoints, "displayed")),
+            f"games to a rank correlation of {targets.CONVERGED:g}",
+            games(targets.games_to(first.run.checkpoints, "displayed")),
+            games(targets.games_to(second.run.checkpoints, "displayed")),
         ]
     )
     lines += ["## Side by side", "", *table(["measure", *names], rows)]
@@ -68,7 +68,7 @@ def compare(first: Result, second: Result) -> Report:
     )
     lines += ["## Match quality", "", "![match quality](quality.svg)", ""]
 
-    fair = [measures.fairness(first.run), measures.fairness(second.run)]
+    fair = [targets.fairness(first.run), targets.fairness(second.run)]
     charts["fairness.svg"] = line_chart(
         "Players winning 35–65% of their games",
         "games played, at least",
@@ -80,11 +80,11 @@ def compare(first: Result, second: Result) -> Report:
             for label, rows_of in zip(labels, fair, strict=True)
         ],
         y_range=(0.0, 1.0),
-        guides=[Guide(measures.FAIR_SHARE, "target 80%")],
+        guides=[Guide(targets.FAIR_SHARE, "target 80%")],
     )
     lines += ["## Fairness", "", "![fairness](fairness.svg)", ""]
 
-    limit = measures.information_limit(a, len(first.run.skill))
+    limit = targets.information_limit(a, len(first.run.skill))
     charts["convergence.svg"] = convergence_chart(
         [(labels[0], first.run), (labels[1], second.run)], limit, elo=False
     )
@@ -109,7 +109,7 @@ def compare(first: Result, second: Result) -> Report:
     return Report("\n".join(lines), charts)
 
 
-def _verdict(target: measures.Target) -> str:
+def _verdict(target: targets.Target) -> str:
     return f"{target.figure} ({'met' if target.passed else 'not met'})"
 
 

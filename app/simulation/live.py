@@ -39,6 +39,8 @@ from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcom
 Progress = Callable[[float], None]
 # A long-poll asks for at most this many seconds (the service allows 60).
 POLL_SECONDS = 20.0
+# How long a match's players wait for its host beyond ten match lengths before giving up.
+HOST_PATIENCE = 60.0
 
 
 def read_ratings(url: str, key: str, mode: str) -> list[tuple[float, float]]:
@@ -205,25 +207,41 @@ class LiveRun:
                         self.fail("create_ticket", exc)
                         return
                     queued_at = self.now()
+                    before = float(self.columns.games[players].mean())
                     state = await self._wait(api, ticket.ticket_id)
                     waited = self.now() - queued_at
                     if state is None or state.status != "matched" or state.match is None:
                         outcome = EXPIRED if state is not None and state.status == "expired" else LEFT_AT_END
-                        self.recorder.ticket(queued_at, waited, outcome, len(players), skill, home)
+                        self.recorder.ticket(queued_at, waited, outcome, len(players), skill, before, home)
                         return
-                    self.recorder.ticket(queued_at, waited, MATCHED, len(players), skill, home)
+                    self.recorder.ticket(queued_at, waited, MATCHED, len(players), skill, before, home)
                     proposal = state.match
                     played = self.matches.setdefault(
                         proposal.proposal_id, asyncio.get_running_loop().create_future()
                     )
                     if proposal.ticket_ids[0] == ticket.ticket_id:
                         await self._host(api, proposal, played)
-                    await played
+                    if not await self._result(proposal.proposal_id, played):
+                        return
                     remaining -= 1
                     if remaining > 0:
                         await asyncio.sleep(self.behaviour.pause())
         finally:
             self.offline.put_back(players)
+
+    async def _result(self, proposal_id: str, played: asyncio.Future[Played]) -> bool:
+        """Whether the match was played out; a host never heard from (its own poll failed) is an
+        error and a lost result, once, and its players leave."""
+        patience = HOST_PATIENCE + 10 * self.scenario.sessions.match_seconds
+        try:
+            await asyncio.wait_for(asyncio.shield(played), patience)
+        except TimeoutError:
+            if not played.done():
+                played.set_result(Played(False))
+                self.lost += 1
+                self.recorder.errors.append(f"match {proposal_id}: its host never played it")
+            return False
+        return True
 
     async def _wait(self, api: AsyncClient, ticket_id: str) -> TicketOut | None:
         """The ticket once it leaves `queued`; past the run's end a queued ticket is cancelled."""

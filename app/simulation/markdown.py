@@ -88,7 +88,7 @@ def describe(scenario: Scenario, population: int) -> list[str]:
         f"- **Population**: {who}.",
         f"- **Arrivals**: {arrivals}. **Sessions**: {session}. **Parties** (of the tickets): {parties}.",
         f"- **Regions**: {regions or 'none (tickets list no latencies)'}.",
-        f"- **Simulated**: {measures.clock_label(scenario.duration_seconds)} (h:mm), seed {scenario.seed}; "
+        f"- **Simulated**: {measures.span(scenario.duration_seconds)}, seed {scenario.seed}; "
         f"matchmaking every {matchmaker.interval_seconds:g} s, "
         f"up to {matchmaker.max_matches} matches a call.",
         f"- **The game**: each player performs N(skill, {truth.beta:.4g}²), equal teams draw "
@@ -147,7 +147,10 @@ def headline(result: Result) -> list[tuple[str, str]]:
         )
     if run.turned_away:
         rows.append(("arrivals turned away", f"{run.turned_away:,} players (everyone was already online)"))
-    rows.append(("wall time", f"{run.wall_seconds:.1f} s for the loop ({run.clock} clock)"))
+    wall = f"{run.wall_seconds:.1f} s for the loop ({run.clock} clock"
+    if run.clock == "virtual" and run.wall_seconds > 0:
+        wall += f", {run.duration / run.wall_seconds:,.0f} simulated seconds a second"
+    rows.append(("wall time", wall + ")"))
     if run.errors or run.clock == "live":
         listed = ": " + "; ".join(run.errors[:5]) if run.errors else ""
         rows.append(("errors", f"{len(run.errors)}{listed}"))

@@ -9,7 +9,6 @@ gets there.
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from pydantic import ValidationError
 
 from app.modes.schemas import PERFORMANCE_DEFAULTS, QUEUE_DEFAULTS, ModeUpdate
 from app.rating import RatingInputError
+from app.simulation.checked import ScenarioError, Table
 from app.simulation.scenario import (
     Arrivals,
     Baselines,
@@ -90,10 +90,6 @@ DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-class ScenarioError(ValueError):
-    """A scenario that cannot run: the message is one line naming the key."""
-
-
 def read(path: Path) -> Scenario:
     """The scenario in the TOML file at `path` (its name: the file's stem, unless it sets one)."""
     try:
@@ -108,7 +104,7 @@ def read(path: Path) -> Scenario:
 
 
 def scenario_of(data: Mapping[str, Any], default_name: str) -> Scenario:
-    top = Table(data, "")
+    top = Table(data, "", NOT_YET)
     population = top.table("population")
     arrivals = top.table("arrivals")
     sessions = top.table("sessions", required=False)
@@ -147,108 +143,6 @@ def scenario_of(data: Mapping[str, Any], default_name: str) -> Scenario:
     return scenario
 
 
-class Table:
-    """One table of the file: typed reads that name the key on failure, and a final check
-    that every key was read."""
-
-    def __init__(self, data: Mapping[str, Any], where: str) -> None:
-        if not isinstance(data, Mapping):
-            raise ScenarioError(f"{where}: must be a table, got {data!r}")
-        self.data, self.where, self.read = data, where, set[str]()
-
-    def key(self, name: str) -> str:
-        return f"{self.where}.{name}" if self.where else name
-
-    def raw(self, name: str) -> Any:
-        full = self.key(name)
-        if full in NOT_YET and name in self.data:
-            raise ScenarioError(f"{full}: {NOT_YET[full]}")
-        self.read.add(name)
-        return self.data.get(name)
-
-    def table(self, name: str, required: bool = True) -> Table:
-        value = self.raw(name)
-        if value is None:
-            if required:
-                raise ScenarioError(f"{self.key(name)}: missing (a table)")
-            value = {}
-        if not isinstance(value, Mapping):
-            raise ScenarioError(f"{self.key(name)}: must be a table, got {value!r}")
-        return Table(value, self.key(name))
-
-    def number(
-        self,
-        name: str,
-        default: float | None = None,
-        low: float | None = None,
-        high: float | None = None,
-        below: float | None = None,
-        above: float | None = None,
-    ) -> float:
-        value = self.raw(name)
-        if value is None:
-            if default is None:
-                raise ScenarioError(f"{self.key(name)}: missing (a number)")
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ScenarioError(f"{self.key(name)}: must be a finite number, got {value!r}")
-        _bounds(self.key(name), float(value), low, high, below, above)
-        return float(value)
-
-    def whole(
-        self, name: str, default: int | None = None, low: int | None = None, high: int | None = None
-    ) -> int:
-        value = self.raw(name)
-        if value is None:
-            if default is None:
-                raise ScenarioError(f"{self.key(name)}: missing (a whole number)")
-            return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ScenarioError(f"{self.key(name)}: must be a whole number, got {value!r}")
-        _bounds(self.key(name), value, low, high, None, None)
-        return value
-
-    def text(self, name: str, default: str | None = None, choices: tuple[str, ...] = ()) -> str:
-        value = self.raw(name)
-        if value is None:
-            if default is None:
-                raise ScenarioError(f"{self.key(name)}: missing (a string)")
-            return default
-        if not isinstance(value, str) or not value:
-            raise ScenarioError(f"{self.key(name)}: must be a non-empty string, got {value!r}")
-        if choices and value not in choices:
-            raise ScenarioError(f"{self.key(name)}: must be one of {', '.join(choices)}, got {value!r}")
-        return value
-
-    def flag(self, name: str, default: bool) -> bool:
-        value = self.raw(name)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise ScenarioError(f"{self.key(name)}: must be true or false, got {value!r}")
-        return value
-
-    def finish(self) -> None:
-        unknown = sorted(set(self.data) - self.read)
-        if unknown:
-            name = self.key(unknown[0])
-            reason = NOT_YET.get(name, "unknown key (docs/simulator.md lists the keys)")
-            raise ScenarioError(f"{name}: {reason}")
-
-
-def _bounds(
-    key: str, value: float, low: float | None, high: float | None, below: float | None, above: float | None
-) -> None:
-    if low is not None and value < low:
-        raise ScenarioError(f"{key}: must be at least {low:g}, got {value:g}")
-    if high is not None and value > high:
-        raise ScenarioError(f"{key}: must be at most {high:g}, got {value:g}")
-    if below is not None and value >= below:
-        raise ScenarioError(f"{key}: must be below {below:g}, got {value:g}")
-    if above is not None and value <= above:
-        raise ScenarioError(f"{key}: must be above {above:g}, got {value:g}")
-
-
 def _duration(top: Table) -> float:
     """`duration`: seconds, or a string such as "90s", "30m", "72h", "3d"."""
     value = top.raw("duration")
@@ -277,7 +171,7 @@ def _population(table: Table) -> PopulationSpec:
         if not isinstance(from_mode, str) or not from_mode:
             raise ScenarioError(f"population.from_mode: must be a mode's name, got {from_mode!r}")
         return PopulationSpec(size, from_mode=from_mode)
-    skills = Table(skill if skill is not None else {}, "population.skill")
+    skills = Table(skill if skill is not None else {}, "population.skill", NOT_YET)
     kind = skills.text("distribution", "normal", choices=("normal", "uniform"))
     if kind == "normal":
         result = Skills(kind, mean=skills.number("mean", 25.0), sd=skills.number("sd", 25.0 / 3.0, low=0.0))
@@ -346,7 +240,7 @@ def _regions(top: Table) -> tuple[Region, ...]:
         raise ScenarioError("regions: must be an array of tables ([[regions]])")
     regions = []
     for number, raw in enumerate(listed):
-        table = Table(raw, f"regions[{number}]")
+        table = Table(raw, f"regions[{number}]", NOT_YET)
         name = table.text("name")
         others_table = table.table("others", required=False)
         others = {other: others_table.number(other, low=0.0) for other in list(others_table.data)}

@@ -68,12 +68,14 @@ class Run:
     duration: float  # seconds simulated (or, live, played)
     wall_seconds: float
     # Tickets: when queued, how long they waited, how they left (MATCHED, EXPIRED, LEFT_AT_END),
-    # their players, the mean true skill of those, the players' home region (index).
+    # their players, the mean true skill of those and the games they had played before, the
+    # players' home region (index).
     ticket_enqueued: FloatArray
     ticket_waited: FloatArray
     ticket_outcome: IntArray
     ticket_players: IntArray
     ticket_skill: FloatArray
+    ticket_played: FloatArray
     ticket_region: IntArray
     # Matches: when formed, the matchmaker's quality, and for two teams the gap of the teams'
     # Σ mu and the spread Σ (sigma² + beta²) of both before the match (what a prediction
@@ -106,9 +108,9 @@ class Recorder:
     """A run as it happens: rows appended, columns built once at the end."""
 
     players: int
-    ticket_columns: list[tuple[FloatArray, FloatArray, IntArray, IntArray, FloatArray, IntArray]] = field(
-        default_factory=list
-    )
+    ticket_columns: list[
+        tuple[FloatArray, FloatArray, IntArray, IntArray, FloatArray, FloatArray, IntArray]
+    ] = field(default_factory=list)
     match_columns: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray, IntArray, IntArray]] = field(
         default_factory=list
     )
@@ -116,7 +118,14 @@ class Recorder:
     errors: list[str] = field(default_factory=list)
 
     def ticket(
-        self, enqueued: float, waited: float, outcome: int, players: int, skill: float, region: int
+        self,
+        enqueued: float,
+        waited: float,
+        outcome: int,
+        players: int,
+        skill: float,
+        played: float,
+        region: int,
     ) -> None:
         self.tickets(
             np.array([enqueued]),
@@ -124,6 +133,7 @@ class Recorder:
             np.array([outcome], dtype=np.int64),
             np.array([players], dtype=np.int64),
             np.array([skill]),
+            np.array([played]),
             np.array([region], dtype=np.int64),
         )
 
@@ -134,10 +144,11 @@ class Recorder:
         outcome: IntArray,
         players: IntArray,
         skill: FloatArray,
+        played: FloatArray,
         region: IntArray,
     ) -> None:
         """Tickets that left the queue (matched, expired or left at the end)."""
-        self.ticket_columns.append((enqueued, waited, outcome, players, skill, region))
+        self.ticket_columns.append((enqueued, waited, outcome, players, skill, played, region))
 
     def matches(
         self,
@@ -161,7 +172,7 @@ class Recorder:
     ) -> Run:
         tickets = [
             np.concatenate([part[i] for part in self.ticket_columns]) if self.ticket_columns else np.empty(0)
-            for i in range(6)
+            for i in range(7)
         ]
         columns = [
             np.concatenate([part[i] for part in self.match_columns]) if self.match_columns else np.empty(0)
@@ -177,7 +188,8 @@ class Recorder:
             ticket_outcome=tickets[2].astype(np.int64),
             ticket_players=tickets[3].astype(np.int64),
             ticket_skill=tickets[4].astype(np.float64),
-            ticket_region=tickets[5].astype(np.int64),
+            ticket_played=tickets[5].astype(np.float64),
+            ticket_region=tickets[6].astype(np.int64),
             match_formed=columns[0].astype(np.float64),
             match_quality=columns[1].astype(np.float64),
             match_gap=columns[2].astype(np.float64),

@@ -11,11 +11,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from app.simulation import measures
+from app.simulation import measures, targets
 from app.simulation.charts import Guide, Series, bar_chart, line_chart
 from app.simulation.markdown import Report, Result, describe, games, headline, method, seconds, share, table
-from app.simulation.measures import CONVERGED, FAIR_GAMES, FAIR_HIGH, FAIR_LOW, WaitRow
+from app.simulation.measures import WaitRow
 from app.simulation.record import Run
+from app.simulation.targets import CONVERGED, FAIR_GAMES, FAIR_HIGH, FAIR_LOW
 
 TABLE_GAMES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 150, 200)
 
@@ -42,7 +43,7 @@ def single(result: Result) -> Report:
 
 
 def _targets(result: Result) -> list[str]:
-    found = measures.targets(result.run, result.random)
+    found = targets.targets(result.run, result.random)
     lines = ["## Targets", ""]
     lines += table(
         ["target", "figure", "met"], [[t.name, t.figure, "yes" if t.passed else "**no**"] for t in found]
@@ -106,6 +107,23 @@ def _waits(result: Result, charts: dict[str, str]) -> list[str]:
         lambda s: s.split()[0],
     )
     lines += ["![time to match by skill decile](wait_by_skill.svg)", ""]
+    experience = measures.waits_by_experience(run)
+    lines += [
+        "### By games already played",
+        "",
+        "New players' ratings are uncertain (sigma near the prior), so even a match of equal players"
+        " scores a lower quality for them (seed 000 eq. 7): a quality_start above what they can reach"
+        " keeps them waiting for the relaxation.",
+        "",
+        *wait_table("games played before the ticket", experience),
+    ]
+    charts["wait_by_games.svg"] = _percentile_bars(
+        "Time to match by games already played",
+        "games played before the ticket",
+        experience,
+        lambda s: s.split()[0],
+    )
+    lines += ["![time to match by games played](wait_by_games.svg)", ""]
     by_region = measures.waits_by_region(run, [region.name for region in scenario.regions])
     lines += ["### By home region", "", *wait_table("home region", by_region)]
     charts["wait_by_region.svg"] = _percentile_bars(
@@ -195,7 +213,7 @@ def _fairness(run: Run, charts: dict[str, str]) -> list[str]:
         " a coin flip, draws at the run's rate): the spread of chance alone, which no matchmaking removes.",
         "",
     ]
-    fair = measures.fairness(run)
+    fair = targets.fairness(run)
     lines += table(
         ["games at least", "players", "within 35–65%", "fair coin", "mean |score − 50%|"],
         [[f.games, f.players, share(f.within), share(f.fair_coin), share(f.deviation)] for f in fair],
@@ -210,12 +228,12 @@ def _fairness(run: Run, charts: dict[str, str]) -> list[str]:
         ],
         y_range=(0.0, 1.0),
         guides=[
-            Guide(measures.FAIR_SHARE, "target 80%"),
+            Guide(targets.FAIR_SHARE, "target 80%"),
             Guide(FAIR_GAMES, f"{FAIR_GAMES} games", vertical=True),
         ],
     )
     lines += ["![fairness by games played](fairness.svg)", ""]
-    by_skill = measures.fairness_by_skill(run)
+    by_skill = targets.fairness_by_skill(run)
     if by_skill:
         lines += [f"Players with at least {FAIR_GAMES} games, by true-skill decile:", ""]
         lines += table(
@@ -249,7 +267,7 @@ def convergence_chart(runs: Sequence[tuple[str, Run]], limit: float, elo: bool =
 def _convergence(result: Result, charts: dict[str, str]) -> list[str]:
     scenario, run, random = result.scenario, result.run, result.random
     population = len(run.skill)
-    limit = measures.information_limit(scenario, population)
+    limit = targets.information_limit(scenario, population)
     lines = [
         "## Convergence",
         "",
@@ -283,13 +301,13 @@ def _convergence(result: Result, charts: dict[str, str]) -> list[str]:
     header = ["games", "players", "TrueSkill", "TrueSkill mu", "Elo", "random pairing: TrueSkill", "…: Elo"]
     lines += table(header, rows)
     reach = [
-        ("TrueSkill, quality-matched", measures.games_to(run.checkpoints, "displayed")),
-        ("Elo on the same matches", measures.games_to(run.checkpoints, "elo")),
+        ("TrueSkill, quality-matched", targets.games_to(run.checkpoints, "displayed")),
+        ("Elo on the same matches", targets.games_to(run.checkpoints, "elo")),
     ]
     if random:
         reach += [
-            ("TrueSkill, random pairing", measures.games_to(random.checkpoints, "displayed")),
-            ("Elo, random pairing", measures.games_to(random.checkpoints, "elo")),
+            ("TrueSkill, random pairing", targets.games_to(random.checkpoints, "displayed")),
+            ("Elo, random pairing", targets.games_to(random.checkpoints, "elo")),
         ]
     lines += [
         f"Games to reach {CONVERGED:g}: " + "; ".join(f"{name} {games(g)}" for name, g in reach) + ".",

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from app.matchmaking.latency import Latencies
 from app.matchmaking.pool import Match, Pool
 from app.matchmaking.proposals import form_matches
 from app.rating.levels import Matches, rate_levels
@@ -37,6 +36,7 @@ from app.simulation.population import Behaviour, Offline, Population, Streams
 from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
 from app.simulation.scenario import ModeSettings, Scenario
 from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
+from app.simulation.waiting import Waiting
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -71,91 +71,6 @@ class Playing:
     elo: FloatArray
     score: FloatArray
     sessions: list[int]
-
-
-class Waiting:
-    """The queued tickets as columns (the rows a Pool is built from), in queueing order."""
-
-    def __init__(self, regions: int) -> None:
-        self.count = 0
-        self.ids: list[str] = []
-        self.session = np.empty(64, dtype=np.int64)
-        self.enqueued = np.empty(64)
-        self.size = np.empty(64, dtype=np.int64)
-        self.mu = np.empty(64)
-        self.var = np.empty(64)
-        self.skill = np.empty(64)
-        self.home = np.empty(64, dtype=np.int64)
-        self.latency = np.empty((64, regions)) if regions else None
-        self.players = 0
-        self.serial = 0
-
-    def add(
-        self,
-        session: int,
-        at: float,
-        size: int,
-        sums: tuple[float, float],
-        latency: FloatArray | None,
-        skill: float,
-        home: int,
-    ) -> None:
-        """A ticket: its session, when queued, its players, their Σ mu and Σ sigma², latencies,
-        and (for the report) their mean true skill and home region."""
-        if self.count == len(self.session):
-            grow = len(self.session)
-            self.session = np.concatenate([self.session, np.empty(grow, dtype=np.int64)])
-            self.enqueued = np.concatenate([self.enqueued, np.empty(grow)])
-            self.size = np.concatenate([self.size, np.empty(grow, dtype=np.int64)])
-            self.mu = np.concatenate([self.mu, np.empty(grow)])
-            self.var = np.concatenate([self.var, np.empty(grow)])
-            self.skill = np.concatenate([self.skill, np.empty(grow)])
-            self.home = np.concatenate([self.home, np.empty(grow, dtype=np.int64)])
-            if self.latency is not None:
-                self.latency = np.concatenate([self.latency, np.empty((grow, self.latency.shape[1]))])
-        row = self.count
-        self.session[row], self.enqueued[row], self.size[row] = session, at, size
-        self.mu[row], self.var[row] = sums
-        self.skill[row], self.home[row] = skill, home
-        if self.latency is not None and latency is not None:
-            self.latency[row] = latency
-        self.ids.append(str(self.serial))
-        self.serial += 1
-        self.count += 1
-        self.players += size
-
-    def remove(self, rows: IntArray) -> None:
-        keep = np.ones(self.count, dtype=bool)
-        keep[rows] = False
-        kept = np.flatnonzero(keep)
-        n = len(kept)
-        self.session[:n] = self.session[kept]
-        self.enqueued[:n] = self.enqueued[kept]
-        self.players -= int(self.size[rows].sum())
-        self.size[:n] = self.size[kept]
-        self.mu[:n] = self.mu[kept]
-        self.var[:n] = self.var[kept]
-        self.skill[:n] = self.skill[kept]
-        self.home[:n] = self.home[kept]
-        if self.latency is not None:
-            self.latency[:n] = self.latency[kept]
-        self.ids = [self.ids[i] for i in kept.tolist()]
-        self.count = n
-
-    def pool(self, now: float, regions: tuple[str, ...]) -> Pool:
-        n = self.count
-        latencies = None
-        if self.latency is not None:
-            latencies = Latencies(regions, self.latency[:n].copy(), np.ones(n, dtype=np.bool_))
-        return Pool(
-            self.ids,
-            self.size[:n].copy(),
-            self.mu[:n].copy(),
-            self.var[:n].copy(),
-            now - self.enqueued[:n],
-            np.zeros(n, dtype=np.int64),
-            latencies,
-        )
 
 
 class VirtualClock:
@@ -288,6 +203,7 @@ class VirtualClock:
             (float(self.columns.mu[players].sum()), float((self.columns.sigma[players] ** 2).sum())),
             session.latency,
             float(self.columns.skill[players].mean()),
+            float(self.columns.games[players].mean()),
             session.home,
         )
         self.settled = False
@@ -304,6 +220,7 @@ class VirtualClock:
             np.full(len(rows), outcome),
             waiting.size[rows],
             waiting.skill[rows],
+            waiting.played[rows],
             waiting.home[rows],
         )
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import numpy as np
+
 from app.simulation.population import Population, Streams, build
 from app.simulation.reading import scenario_of
+from app.simulation.record import Run
 from app.simulation.scenario import Scenario
 
 # 100 players, all online from the start, playing 1v1 matches of a minute for half an hour.
@@ -33,3 +36,36 @@ def scenario(name: str = "tiny", **tables: dict[str, Any] | Any) -> Scenario:
 
 def population(of: Scenario) -> Population:
     return build(of, Streams.of(of.seed).population)
+
+
+def make_run(**columns: Any) -> Run:
+    """A run with nothing in it but the given columns."""
+    empty_f, empty_i = np.empty(0), np.empty(0, dtype=np.int64)
+    values: dict[str, Any] = {
+        "clock": "virtual",
+        "pairing": "quality",
+        "duration": 3600.0,
+        "wall_seconds": 1.0,
+        "ticket_enqueued": empty_f,
+        "ticket_waited": empty_f,
+        "ticket_outcome": empty_i,
+        "ticket_players": empty_i,
+        "ticket_skill": empty_f,
+        "ticket_played": empty_f,
+        "ticket_region": empty_i,
+        "match_formed": empty_f,
+        "match_quality": empty_f,
+        "match_gap": empty_f,
+        "match_spread": empty_f,
+        "match_outcome": empty_i,
+        "match_region": empty_i,
+        "skill": empty_f,
+        "games": empty_i,
+        "score": empty_f,
+        "mu": empty_f,
+        "sigma": empty_f,
+        "elo": empty_f,
+        "checkpoints": (),
+    }
+    values.update(columns)
+    return Run(**values)

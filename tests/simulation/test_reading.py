@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.modes.schemas import ModeUpdate
-from app.simulation.reading import MODE_KEYS, NOT_YET, ScenarioError, read, scenario_of
+from app.simulation.checked import ScenarioError
+from app.simulation.reading import MODE_KEYS, NOT_YET, read, scenario_of
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "docs" / "scenarios"
 
@@ -143,3 +146,15 @@ def test_the_shipped_scenarios_read(tmp_path: Path) -> None:
         read(broken)
     with pytest.raises(ScenarioError, match=r"^cannot read "):
         read(tmp_path / "missing.toml")
+
+
+def test_the_documented_example_is_a_valid_scenario_using_every_table() -> None:
+    guide = (SCENARIOS.parent / "simulator.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"```toml\n(.*?)```", guide, flags=re.DOTALL)
+    scenario = scenario_of(tomllib.loads(example), "example")
+    assert scenario.population.size == 3000
+    assert scenario.arrivals.daily_curve is not None
+    assert scenario.parties == {1: 1.0}
+    assert [region.name for region in scenario.regions] == ["eu", "na"]
+    assert scenario.mode.latency_rule() is not None
+    assert scenario.truth.draw_probability == 0.1
