@@ -118,7 +118,13 @@ class LiveRun:
             lost = await self._check(api)
         self.progress(1.0)
         return self.recorder.finish(
-            "live", "quality", self.scenario.duration_seconds, time.perf_counter() - wall, self.columns, lost
+            "live",
+            "quality",
+            self.scenario.mode.teams,
+            self.scenario.duration_seconds,
+            time.perf_counter() - wall,
+            self.columns,
+            lost,
         )
 
     async def _seed_ratings(self, api: AsyncClient) -> None:

@@ -65,6 +65,7 @@ class Run:
 
     clock: str  # "virtual" or "live"
     pairing: str  # "quality" (the mode's matchmaking) or "random"
+    teams: int  # per match
     duration: float  # seconds simulated (or, live, played)
     wall_seconds: float
     # Tickets: when queued, how long they waited, how they left (MATCHED, EXPIRED, LEFT_AT_END),
@@ -165,6 +166,7 @@ class Recorder:
         self,
         clock: str,
         pairing: str,
+        teams: int,
         duration: float,
         wall_seconds: float,
         players: PlayerColumns,
@@ -181,6 +183,7 @@ class Recorder:
         return Run(
             clock=clock,
             pairing=pairing,
+            teams=teams,
             duration=duration,
             wall_seconds=wall_seconds,
             ticket_enqueued=tickets[0].astype(np.float64),

@@ -37,22 +37,28 @@ class FairnessRow:
     deviation: float  # mean |score ratio − ½| (seed 000's measure)
 
 
-def _fair_within(games: int, draw_rate: float) -> float:
-    """P(FAIR_LOW ≤ (W + D/2)/n ≤ FAIR_HIGH) over n fair games (a draw with draw_rate, else a
-    coin flip): the score 2W + D is a sum of n values 0, 1, 2 with probabilities
-    ((1 − d)/2, d, (1 − d)/2)."""
-    step = np.array([(1 - draw_rate) / 2, draw_rate, (1 - draw_rate) / 2])
+def _fair_within(games: int, draw_rate: float, teams: int = 2) -> float:
+    """The share of players FAIR_LOW ≤ score/n ≤ FAIR_HIGH gives over n fair games. Two teams: a
+    draw with draw_rate, else a coin flip, so 2·score is a sum of n values 0, 1, 2 with
+    probabilities ((1 − d)/2, d, (1 − d)/2). More teams: each place equally likely (ties left
+    out), the score of place k from the bottom being k/(teams − 1)."""
+    if teams == 2:
+        step = np.array([(1 - draw_rate) / 2, draw_rate, (1 - draw_rate) / 2])
+    else:
+        step = np.zeros(2 * (teams - 1) + 1)
+        step[::2] = 1.0 / teams
     distribution = np.array([1.0])
     for _ in range(games):
         distribution = np.convolve(distribution, step)
-    points = np.arange(len(distribution)) / (2.0 * games)
+    points = np.arange(len(distribution)) / ((len(step) - 1) * games)
     inside = (points >= FAIR_LOW - 1e-12) & (points <= FAIR_HIGH + 1e-12)
     return float(distribution[inside].sum())
 
 
 def fairness(run: Run) -> list[FairnessRow]:
     """Seed 000 §4.1's win-probability experiment, by the least games a player has played: the
-    share of players whose score ratio (wins + draws/2 over games) is within 35–65%."""
+    share of players whose score ratio (wins + draws/2 over games; with more teams, the share of
+    the other teams beaten) is within 35–65%."""
     draws = float((run.match_outcome == DRAW).mean()) if (run.match_outcome >= 0).any() else 0.0
     played = run.games > 0
     ratio = np.zeros(len(run.games))
@@ -66,7 +72,7 @@ def fairness(run: Run) -> list[FairnessRow]:
         counts = run.games[chosen]
         for n in np.unique(counts).tolist():
             if n not in coin:
-                coin[n] = _fair_within(n, draws)
+                coin[n] = _fair_within(n, draws, run.teams)
         reference = float(np.mean([coin[n] for n in counts.tolist()]))
         r = ratio[chosen]
         rows.append(

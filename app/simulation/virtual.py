@@ -146,7 +146,7 @@ class VirtualClock:
         ]
         self.recorder.errors.extend(errors)
         return self.recorder.finish(
-            "virtual", self.pairing, duration, time.perf_counter() - started, self.columns
+            "virtual", self.pairing, self.mode.teams, duration, time.perf_counter() - started, self.columns
         )
 
     # --- events ---

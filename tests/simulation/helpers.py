@@ -44,6 +44,7 @@ def make_run(**columns: Any) -> Run:
     values: dict[str, Any] = {
         "clock": "virtual",
         "pairing": "quality",
+        "teams": 2,
         "duration": 3600.0,
         "wall_seconds": 1.0,
         "ticket_enqueued": empty_f,

@@ -29,6 +29,9 @@ def test_fairness_counts_scores_within_35_to_65_percent_and_what_chance_allows()
         20, 10
     )
     assert targets._fair_within(20, 0.0) == pytest.approx(both / 2**20)
+    # Four teams, places equally likely: 35–65% of the others beaten over 2 games means a sum of
+    # places (0–3 each) of 3 (1+2, 2+1, 0+3, 3+0) out of 16 outcomes.
+    assert targets._fair_within(2, 0.0, teams=4) == pytest.approx(4 / 16)
 
 
 def test_the_information_limit_follows_seed_000() -> None:
