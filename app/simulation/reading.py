@@ -44,9 +44,7 @@ NOT_YET = {
         "leaving a match needs the queue's backfill (issue 38), not in this service yet"
     ),
 }
-# The [mode] keys the simulated loop models (ModeUpdate's fields today). A field the service
-# gains later would be sent to a live service but ignored by the virtual clock, so it is
-# refused until the loop models it (tests/simulation/test_reading.py fails when one appears).
+# The [mode] keys the simulated loop models: ModeUpdate's fields today.
 MODE_KEYS = frozenset(
     {
         "name",
@@ -72,6 +70,15 @@ MODE_KEYS = frozenset(
         "max_latency_relaxed_ms",
     }
 )
+# Mode settings of queue features the loop does not model yet (team composition, smaller
+# matches: issue 37), refused by name. A field the service gains that is in neither set would
+# be sent to a live service but ignored by the virtual clock; tests/simulation/test_reading.py
+# fails until it is modelled or listed here.
+MODE_NOT_YET = {
+    "roles": "team compositions (issue 37) are not modelled by the simulator yet",
+    "teams_min": "matches that shrink with the wait (issue 37) are not modelled by the simulator yet",
+    "team_size_min": "matches that shrink with the wait (issue 37) are not modelled by the simulator yet",
+}
 # The service's defaults for a new mode (its table's defaults; beta and tau from sigma as
 # app.modes.service.put_mode sets them, seed 000 §4.2).
 MODE_DEFAULTS: dict[str, Any] = {
@@ -269,6 +276,8 @@ def _regions(top: Table) -> tuple[Region, ...]:
 
 def _mode(table: Table, default_name: str) -> ModeSettings:
     for name in sorted(set(table.data) - MODE_KEYS):
+        if name in MODE_NOT_YET:
+            raise ScenarioError(f"mode.{name}: {MODE_NOT_YET[name]}")
         if name in ModeUpdate.model_fields:
             raise ScenarioError(f"mode.{name}: a mode setting the simulator does not model yet")
         raise ScenarioError(f"mode.{name}: unknown key (the mode's settings are PUT /v1/modes's fields)")
