@@ -126,7 +126,7 @@ class RequestBody:
       number out of the float range: 400 naming the problem.
 
     JSON bodies are buffered (they are small and already bounded) and checked with the
-    C decoder (checked_json, which app.api.match_posts runs on the bodies it answers itself).
+    C decoder (checked_json).
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:

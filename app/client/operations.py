@@ -231,13 +231,18 @@ class Operations:
     # --- API keys (admin) ---
 
     @operation("POST", "/v1/keys", model(KeyCreated), repeatable=False)
-    def create_key(self, name: str, scopes: Sequence[str]) -> Request[KeyCreated]:
-        """A new key; its secret is in this answer only."""
-        return Request(json={"name": name, "scopes": list(scopes)})
+    def create_key(
+        self, name: str, scopes: Sequence[str], modes: Sequence[str] | None = None
+    ) -> Request[KeyCreated]:
+        """A new key, for every mode or only `modes` (names, and prefixes ending in `*`); its
+        secret is in this answer only."""
+        return Request(
+            json={"name": name, "scopes": list(scopes), "modes": None if modes is None else list(modes)}
+        )
 
     @operation("GET", "/v1/keys", _keys)
     def list_keys(self) -> Request[list[KeyInfo]]:
-        """Every key, without secrets."""
+        """Every key (for an admin key limited to modes, the keys within them), without secrets."""
         return Request()
 
     @operation("DELETE", "/v1/keys/{key_id}", no_content)

@@ -128,9 +128,12 @@ class BatchIn(BaseModel):
 
 class BatchItemOut(BaseModel):
     match_id: str | None = Field(description="the item's match_id (null when it has none)")
-    status: int = Field(description="201, 200, 409 or 422: what POST /v1/matches would answer")
+    status: int = Field(
+        description="201, 200, 403, 409 or 422: what POST /v1/matches would answer (403: a mode "
+        "outside the key's modes)"
+    )
     match: MatchOut | None = Field(description="the response of a 201 or 200, else null")
-    problem: Problem | None = Field(description="the problem+json of a 409 or 422, else null")
+    problem: Problem | None = Field(description="the problem+json of a 403, 409 or 422, else null")
 
 
 class BatchOut(BaseModel):

@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app import metrics, pagination
 from app.db.commit_hooks import after_commit
 from app.errors import NotFound, ValidationFailed
+from app.ids import EVERY_MODE, ModeScope
 from app.jobs.smooth import at_day
 from app.modes import service as modes
 from app.players import repository
@@ -34,10 +35,12 @@ def _whole(number: float) -> int | float:
     return int(number) if number.is_integer() else number
 
 
-async def get_player(session: AsyncSession, player_id: str) -> PlayerOut:
+async def get_player(session: AsyncSession, player_id: str, within: ModeScope = EVERY_MODE) -> PlayerOut:
+    """The player's ratings in the modes `within` allows; 404 for a player never seen."""
     rows = await repository.ratings(session, player_id)
     if not rows and not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
+    rows = [r for r in rows if within.allows(r.mode)]
     return PlayerOut(
         player_id=player_id,
         ratings=[
@@ -56,15 +59,21 @@ async def get_player(session: AsyncSession, player_id: str) -> PlayerOut:
 
 
 async def player_matches(
-    session: AsyncSession, player_id: str, mode: str | None, limit: int, cursor: str | None
+    session: AsyncSession,
+    player_id: str,
+    mode: str | None,
+    limit: int,
+    cursor: str | None,
+    within: ModeScope = EVERY_MODE,
 ) -> PlayerMatches:
+    """A page of the player's matches: of `mode`, or of every mode `within` allows."""
     if not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
     before = None
     if cursor is not None:
         seq, pk = pagination.decode_values(cursor, (int, int))
         before = (seq, pk)
-    rows = await repository.history(session, player_id, mode, before, limit + 1)
+    rows = await repository.history(session, player_id, mode, before, limit + 1, within.like_patterns())
     page = rows[:limit]
     return PlayerMatches(
         matches=[
@@ -96,10 +105,13 @@ async def set_rating(session: AsyncSession, player_id: str, mode: str, body: Rat
     return await get_player(session, player_id)
 
 
-async def learning_curve(session: AsyncSession, player_id: str, mode: str | None) -> LearningCurve:
-    """The player's curves in `mode`; without one, in the only mode the player is rated in."""
+async def learning_curve(
+    session: AsyncSession, player_id: str, mode: str | None, within: ModeScope = EVERY_MODE
+) -> LearningCurve:
+    """The player's curves in `mode`; without one, in the only mode `within` allows that the
+    player is rated in."""
     if mode is None:
-        mode = await _only_rated_mode(session, player_id)
+        mode = await _only_rated_mode(session, player_id, within)
     await modes.get_mode(session, mode)  # 404 for an unknown mode
     if not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
@@ -127,10 +139,10 @@ async def learning_curve(session: AsyncSession, player_id: str, mode: str | None
 MODES_NAMED = 10
 
 
-async def _only_rated_mode(session: AsyncSession, player_id: str) -> str:
-    """The one mode the player has a rating in; 404 with none, 422 naming them with several
-    (a curve from a guessed mode would be a silent empty answer)."""
-    rated = [row.mode for row in await repository.ratings(session, player_id)]
+async def _only_rated_mode(session: AsyncSession, player_id: str, within: ModeScope) -> str:
+    """The one mode `within` allows that the player has a rating in; 404 with none, 422 naming
+    them with several (a curve from a guessed mode would be a silent empty answer)."""
+    rated = [row.mode for row in await repository.ratings(session, player_id) if within.allows(row.mode)]
     if len(rated) == 1:
         return str(rated[0])
     if not rated:

@@ -138,6 +138,9 @@ async def scenario(api: Client | AsyncClient) -> None:
 
     key = await ready(api.create_key(f"{mode}-key", ["read"]))
     assert key.id in [k.id for k in await ready(api.list_keys())]
+    limited = await ready(api.create_key(f"{mode}-game", ["read"], modes=[mode, f"{mode}-*"]))
+    assert limited.modes == [mode, f"{mode}-*"] and key.modes is None
+    assert next(k for k in await ready(api.list_keys()) if k.id == limited.id).modes == [mode, f"{mode}-*"]
     assert await ready(api.revoke_key(key.id)) is None
     assert next(k for k in await ready(api.list_keys()) if k.id == key.id).revoked_at is not None
 
