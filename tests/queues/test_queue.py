@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import time
 from typing import Any
 
 import httpx
-import networkx as nx
 import pytest
 
 from app.matchmaking.proposals import Relaxation, Ticket, canonical_attributes, propose
 from app.queues.schemas import MatchmakeOut
 from app.rating import Rating, TrueSkill, quality_1vs1
+from tests.matchmaking.optimum import matching_bound
 from tests.queues.helpers import make_mode
 
 
@@ -228,18 +227,16 @@ def test_1v1_total_quality_is_within_2_percent_of_the_optimum() -> None:
     ]
     ours = propose(tickets, 2, 1, env, Relaxation(0.0, 0.0, 1.0), max_matches=10_000)
     ours_total = sum(p.quality for p in ours)
-    # The optimum as a maximum-weight matching (networkx) over each ticket's 20 nearest
-    # neighbours by mu: further pairs are dominated by nearer ones in quality.
+    # Against a bound on every matching over each ticket's 20 nearest neighbours by mu (further
+    # pairs are dominated by nearer ones in quality): at least 98% of it is at least 98% of the
+    # maximum-weight matching.
     ordered = sorted(tickets, key=lambda t: t.ratings[0].mu)
-    graph = nx.Graph()
-    for i, a in enumerate(ordered):
-        for b in ordered[i + 1 : i + 21]:
-            graph.add_edge(a.ticket_id, b.ticket_id, weight=quality_1vs1(a.ratings[0], b.ratings[0], env=env))
-    started = time.perf_counter()
-    optimum = nx.max_weight_matching(graph)
-    assert time.perf_counter() - started < 300
-    best_total = sum(graph[a][b]["weight"] for a, b in optimum)
-    assert ours_total >= 0.98 * best_total
+    weights = {
+        frozenset((a.ticket_id, b.ticket_id)): quality_1vs1(a.ratings[0], b.ratings[0], env=env)
+        for i, a in enumerate(ordered)
+        for b in ordered[i + 1 : i + 21]
+    }
+    assert ours_total >= 0.98 * matching_bound(weights)
     assert all(p.quality >= 0.0 for p in ours)
     assert len({t for p in ours for t in p.ticket_ids}) == 2 * len(ours)
 
