@@ -11,6 +11,10 @@ PGBOUNCER := /usr/sbin/pgbouncer
 # The Redis Cluster tests (tests/redis_cluster.py) run Debian's redis-server and redis-cli.
 REDIS_SERVER := /usr/bin/redis-server
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+# `make test` runs the suite on this many pytest-xdist workers, each a session with its own
+# servers, or its own databases and Redis index on given ones (tests/conftest.py); 0 runs it
+# in one process. More workers than cores pays: the tests wait on servers much of the time.
+TEST_WORKERS ?= 4
 
 .PHONY: run test lint openapi bench soak clean
 
@@ -41,9 +45,9 @@ $(REDIS_SERVER):
 run: $(RUN_STAMP)
 	$(BIN)/python -m app serve
 
-## test: the whole suite against real PostgreSQL and Redis (embedded unless URLs are set)
+## test: the whole suite against real PostgreSQL and Redis (embedded unless URLs are set), in parallel
 test: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER) $(REDIS_SERVER)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
