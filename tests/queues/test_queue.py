@@ -163,7 +163,11 @@ async def test_parties_fill_team_slots_in_2v2(
 async def test_concurrent_matchmakers_in_two_processes_never_share_a_ticket(
     client: httpx.AsyncClient, admin_headers: dict[str, str], live_server: str
 ) -> None:
-    mode = await make_mode(client, admin_headers, quality_start=0.0, quality_floor=0.0)
+    # Tickets outlive the test however slow the machine: one that expired would leave the
+    # count at the end short (the default TTL, 300 s, ran out once on a loaded machine).
+    mode = await make_mode(
+        client, admin_headers, quality_start=0.0, quality_floor=0.0, ticket_ttl_seconds=3600
+    )
     rng = random.Random(9)
     tickets: dict[str, str] = {}
     async with httpx.AsyncClient(base_url=live_server, headers=admin_headers, timeout=60) as remote:
@@ -194,10 +198,13 @@ async def test_concurrent_matchmakers_in_two_processes_never_share_a_ticket(
     claimed = [t for p in proposals for t in p["ticket_ids"]]
     assert len(claimed) == len(set(claimed)), "a ticket appeared in two proposals"
     statuses = {}
-    for ticket in tickets:
-        statuses[ticket] = (
-            await client.get(f"/v1/queues/{mode}/tickets/{ticket}", headers=admin_headers)
-        ).json()
+    ids = list(tickets)
+    for start in range(0, len(ids), 250):
+        chunk = ids[start : start + 250]
+        read = await asyncio.gather(
+            *(client.get(f"/v1/queues/{mode}/tickets/{ticket}", headers=admin_headers) for ticket in chunk)
+        )
+        statuses.update((ticket, response.json()) for ticket, response in zip(chunk, read, strict=True))
     assert {s["status"] for s in statuses.values()} <= {"matched", "queued", "cancelled", "expired"}
     matched = {t for t, s in statuses.items() if s["status"] == "matched"}
     assert matched == set(claimed)
