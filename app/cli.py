@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -39,6 +40,8 @@ from app.imports import commands as history_commands
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
 
 USAGE, FAILURE = 2, 1
+# Under DATA_DIR: where `serve` leaves a generated admin key when stdout is not a terminal.
+BOOTSTRAP_KEY_FILE = "bootstrap-admin-key"
 
 
 class Abort(Exception):
@@ -167,6 +170,27 @@ async def _bootstrap(settings: Settings, database_url: str) -> str | None:
         await engine.dispose()
 
 
+def hand_over(key: str, data_dir: Path) -> str:
+    """The line that hands a generated bootstrap key over. On a terminal, the key itself.
+    Otherwise stdout goes to a file (`make run > run.log`, a service manager's journal), which
+    would keep the secret wherever that file goes: the key is written to DATA_DIR/BOOTSTRAP_KEY_FILE,
+    readable by its owner only, and the line names that file."""
+    if sys.stdout.isatty():
+        return f"Bootstrap admin API key (shown once, store it now): {key}"
+    path = data_dir.resolve() / BOOTSTRAP_KEY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Created afresh with mode 0600 (O_EXCL: never through a file or link already there, whose
+    # mode or target someone else chose).
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(key + "\n")
+    return (
+        f"Bootstrap admin API key written to {path} (readable by its owner only): "
+        "store it elsewhere, then delete the file"
+    )
+
+
 def _terminate(number: int, frame: FrameType | None) -> None:
     raise Terminated
 
@@ -175,7 +199,7 @@ def _terminate(number: int, frame: FrameType | None) -> None:
 def embedded_servers(settings: Settings, owner: bool = False) -> Iterator[EmbeddedServers]:
     """The embedded servers of DATA_DIR for one command, stopped on the way out as far as this
     process is responsible for them (app/infra/embedded.py)."""
-    embedded = EmbeddedServers(settings.data_dir, owner=owner)
+    embedded = EmbeddedServers(settings.data_dir, owner=owner, wait_s=settings.db_connect_wait_s)
     try:
         yield embedded
     finally:
@@ -209,7 +233,7 @@ def serve(settings: Settings) -> None:
         database_url, redis_url = prepare(settings, embedded, redis=True)
         key = asyncio.run(_bootstrap(settings, database_url))
         if key is not None:
-            print(f"Bootstrap admin API key (shown once, store it now): {key}", flush=True)
+            print(hand_over(key, settings.data_dir), flush=True)
         # Workers inherit the resolved servers, so they never start embedded ones themselves.
         os.environ["DATABASE_URL"] = database_url
         os.environ["REDIS_URL"] = redis_url
@@ -251,21 +275,32 @@ def migrate(settings: Settings) -> None:
 
 
 def keys(settings: Settings, args: argparse.Namespace) -> None:
-    from app.auth.keys import Scope, parse_scopes
+    from app.auth.keys import Scope, parse_modes, parse_scopes
 
     scopes: list[Scope] = []
+    modes: list[str] | None = None
     if args.action == "create":
         try:
             scopes = parse_scopes(args.scopes)
         except ValueError as exc:
             raise Abort(f"--scopes: {exc}") from None
+        try:
+            modes = None if args.modes is None else parse_modes(args.modes)
+        except ValueError as exc:
+            raise Abort(f"--modes: {exc}") from None
     with embedded_servers(settings) as embedded:
         say_where(settings)
         database_url, _ = prepare(settings, embedded)
-        print(asyncio.run(_keys(settings, database_url, args, scopes)))
+        print(asyncio.run(_keys(settings, database_url, args, scopes, modes)))
 
 
-async def _keys(settings: Settings, database_url: str, args: argparse.Namespace, scopes: list[Any]) -> str:
+async def _keys(
+    settings: Settings,
+    database_url: str,
+    args: argparse.Namespace,
+    scopes: list[Any],
+    modes: list[str] | None,
+) -> str:
     from app.auth import service
     from app.auth.schemas import KeyCreated, KeyInfo, KeyList
     from app.db.engine import build_engine, build_sessionmaker
@@ -274,8 +309,10 @@ async def _keys(settings: Settings, database_url: str, args: argparse.Namespace,
     try:
         async with build_sessionmaker(engine)() as session, session.begin():
             if args.action == "create":
-                row, key = await service.create_key(session, args.name, scopes)
-                return KeyCreated(id=row.id, key=key, name=row.name, scopes=scopes).model_dump_json()
+                row, key = await service.create_key(session, args.name, scopes, modes)
+                return KeyCreated(
+                    id=row.id, key=key, name=row.name, scopes=scopes, modes=row.modes
+                ).model_dump_json()
             if args.action == "list":
                 rows = await service.list_keys(session)
                 return KeyList(keys=[KeyInfo.model_validate(row) for row in rows]).model_dump_json(indent=2)
@@ -317,7 +354,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     create.add_argument(
         "--scopes", required=True, help="comma-separated: results:write,matchmaking,read,admin"
     )
-    actions.add_parser("list", help="every key: id, name, scopes, created, revoked (never the secret)")
+    create.add_argument(
+        "--modes",
+        help="comma-separated mode names or prefixes ending in '*' (fps-*,chess): the key acts on "
+        "those modes only (default: every mode)",
+    )
+    actions.add_parser("list", help="every key: id, name, scopes, modes, created, revoked (never the secret)")
     revoke = actions.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("id")
     add_tournaments_parser(commands)

@@ -249,7 +249,12 @@ def test_1v1_total_quality_is_within_2_percent_of_the_optimum() -> None:
         for b in ordered[i + 1 : i + 21]
     }
     assert ours_total >= 0.98 * matching_bound(weights)
-    assert all(p.quality >= 0.0 for p in ours)
+    # Each proposal carries its own pair's quality (a quality is never negative: checking
+    # that would pass whatever the matchmaker did).
+    by_id = {t.ticket_id: t.ratings[0] for t in tickets}
+    for p in ours:
+        a, b = p.ticket_ids
+        assert p.quality == pytest.approx(quality_1vs1(by_id[a], by_id[b], env=env), rel=1e-12)
     assert len({t for p in ours for t in p.ticket_ids}) == 2 * len(ours)
 
 
