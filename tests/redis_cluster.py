@@ -29,6 +29,21 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _free_node_port() -> int:
+    """A free port whose cluster bus port (port + 10000, below 65536) is free too: a node whose
+    bus port was taken exits at once (it happened when several test sessions ran at a time)."""
+    while True:
+        port = _free_port()
+        if port + 10000 >= 65536:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+
+
 def _binary(name: str) -> str:
     found = shutil.which(name) or f"/usr/bin/{name}"
     if not Path(found).exists():
@@ -42,10 +57,12 @@ class Cluster:
 
     def __init__(self, workdir: Path, masters: int = 3) -> None:
         self.workdir = workdir
-        # Cluster bus ports are port + 10000: keep both below 65536.
-        self.ports = [_free_port() for _ in range(2 * masters)]
-        while any(port > 55000 for port in self.ports):
-            self.ports = [_free_port() for _ in range(2 * masters)]
+        self.ports: list[int] = []
+        while len(self.ports) < 2 * masters:
+            port = _free_node_port()
+            taken = {p for q in self.ports for p in (q, q + 10000)}
+            if not {port, port + 10000} & taken:
+                self.ports.append(port)
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
 
     @property

@@ -30,6 +30,10 @@ QUEUE_TIMEOUT_S = 1.0
 
 async def _queue(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStats | None:
     """The mode's queue figures; None when Redis does not answer in time."""
+    # The mode's rules first, outside the time limit (then a cache hit inside it): a statement
+    # cancelled half way leaves the session's transaction unusable, and the rest of the page
+    # failed with it (a 500 whenever the database took longer than the limit).
+    await modes.resolve(session, mode)
     try:
         async with asyncio.timeout(QUEUE_TIMEOUT_S):
             return await queues.stats(session, redis, mode)

@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import time
 from typing import Any
 
 import httpx
-import networkx as nx
 import pytest
 
 from app.matchmaking.proposals import Relaxation, Ticket, canonical_attributes, propose
 from app.queues.schemas import MatchmakeOut
 from app.rating import Rating, TrueSkill, quality_1vs1
+from tests.matchmaking.optimum import matching_bound
 from tests.queues.helpers import make_mode
 
 
@@ -164,7 +163,11 @@ async def test_parties_fill_team_slots_in_2v2(
 async def test_concurrent_matchmakers_in_two_processes_never_share_a_ticket(
     client: httpx.AsyncClient, admin_headers: dict[str, str], live_server: str
 ) -> None:
-    mode = await make_mode(client, admin_headers, quality_start=0.0, quality_floor=0.0)
+    # Tickets outlive the test however slow the machine: one that expired would leave the
+    # count at the end short (the default TTL, 300 s, ran out once on a loaded machine).
+    mode = await make_mode(
+        client, admin_headers, quality_start=0.0, quality_floor=0.0, ticket_ttl_seconds=3600
+    )
     rng = random.Random(9)
     tickets: dict[str, str] = {}
     async with httpx.AsyncClient(base_url=live_server, headers=admin_headers, timeout=60) as remote:
@@ -173,10 +176,13 @@ async def test_concurrent_matchmakers_in_two_processes_never_share_a_ticket(
             response = await enqueue(
                 remote, admin_headers, mode, [f"pool-{i}"], region=rng.choice(["eu", "us"])
             )
+            assert response.status_code == 201, response.text
             tickets[response.json()["ticket_id"]] = f"pool-{i}"
 
-        for start in range(0, 5000, 250):
-            await asyncio.gather(*(add(i) for i in range(start, start + 250)))
+        # 50 at a time: the service holds at most 100 Redis connections, and on a loaded
+        # machine 250 requests at once overlapped past that (503s).
+        for start in range(0, 5000, 50):
+            await asyncio.gather(*(add(i) for i in range(start, start + 50)))
         assert len(tickets) == 5000
 
         async def caller(http: httpx.AsyncClient) -> list[dict[str, Any]]:
@@ -194,11 +200,16 @@ async def test_concurrent_matchmakers_in_two_processes_never_share_a_ticket(
     proposals = [p for r in results for p in r]
     claimed = [t for p in proposals for t in p["ticket_ids"]]
     assert len(claimed) == len(set(claimed)), "a ticket appeared in two proposals"
-    statuses = {}
-    for ticket in tickets:
-        statuses[ticket] = (
-            await client.get(f"/v1/queues/{mode}/tickets/{ticket}", headers=admin_headers)
-        ).json()
+    # 16 reads at a time: 250 outran the app's Redis connections (503s, as above).
+    gate = asyncio.Semaphore(16)
+
+    async def status(ticket: str) -> dict[str, Any]:
+        async with gate:
+            read = await client.get(f"/v1/queues/{mode}/tickets/{ticket}", headers=admin_headers)
+            assert read.status_code == 200, read.text
+            return dict(read.json())
+
+    statuses = dict(zip(tickets, await asyncio.gather(*map(status, tickets)), strict=True))
     assert {s["status"] for s in statuses.values()} <= {"matched", "queued", "cancelled", "expired"}
     matched = {t for t, s in statuses.items() if s["status"] == "matched"}
     assert matched == set(claimed)
@@ -228,18 +239,16 @@ def test_1v1_total_quality_is_within_2_percent_of_the_optimum() -> None:
     ]
     ours = propose(tickets, 2, 1, env, Relaxation(0.0, 0.0, 1.0), max_matches=10_000)
     ours_total = sum(p.quality for p in ours)
-    # The optimum as a maximum-weight matching (networkx) over each ticket's 20 nearest
-    # neighbours by mu: further pairs are dominated by nearer ones in quality.
+    # Against a bound on every matching over each ticket's 20 nearest neighbours by mu (further
+    # pairs are dominated by nearer ones in quality): at least 98% of it is at least 98% of the
+    # maximum-weight matching.
     ordered = sorted(tickets, key=lambda t: t.ratings[0].mu)
-    graph = nx.Graph()
-    for i, a in enumerate(ordered):
-        for b in ordered[i + 1 : i + 21]:
-            graph.add_edge(a.ticket_id, b.ticket_id, weight=quality_1vs1(a.ratings[0], b.ratings[0], env=env))
-    started = time.perf_counter()
-    optimum = nx.max_weight_matching(graph)
-    assert time.perf_counter() - started < 300
-    best_total = sum(graph[a][b]["weight"] for a, b in optimum)
-    assert ours_total >= 0.98 * best_total
+    weights = {
+        frozenset((a.ticket_id, b.ticket_id)): quality_1vs1(a.ratings[0], b.ratings[0], env=env)
+        for i, a in enumerate(ordered)
+        for b in ordered[i + 1 : i + 21]
+    }
+    assert ours_total >= 0.98 * matching_bound(weights)
     # Each proposal carries its own pair's quality (a quality is never negative: checking
     # that would pass whatever the matchmaker did).
     by_id = {t.ticket_id: t.ratings[0] for t in tickets}

@@ -7,6 +7,7 @@ import re
 import httpx
 import pytest
 
+from app.ui import pages
 from app.ui.plot import Point, nice_step, plot, thin
 from tests.jobs.test_jobs import run_job
 from tests.seasons.test_seasons import switch
@@ -232,3 +233,16 @@ def test_long_histories_are_thinned_but_keep_the_last_point() -> None:
     points = [at(d) for d in range(4001)]
     kept = thin(points, 1500)
     assert len(kept) <= 1501 and kept[0] is points[0] and kept[-1] is points[-1]
+
+
+async def test_a_database_slower_than_the_queue_time_limit_leaves_the_page_whole(
+    client: httpx.AsyncClient, admin_headers: Headers, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The time limit on the queue's figures once cut the mode's database read as well, which
+    left the session's transaction unusable: the page failed with a 500 whenever the database
+    was slower than the limit. Here every read is (a limit of 0 s), with the mode not cached."""
+    monkeypatch.setattr(pages, "QUEUE_TIMEOUT_S", 0.0)
+    page = await client.get(f"/ui/modes/{mode}", headers=admin_headers)
+    assert page.status_code == 200, page.text
+    # Redis may or may not have answered within no time at all.
+    assert re.search(r'<b id="queue">(\d+ tickets · \d+ players|.*Redis unavailable.*)</b>', page.text, re.S)
