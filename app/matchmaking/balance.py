@@ -10,6 +10,11 @@ to their sizes, skipping splits that only relabel teams of equal size. Above tha
 heuristic: a snake draft of the units by strength, then hill climbing over swaps of
 equal-sized units between teams, from several seeded starts (the report in
 docs/evaluation.md measures it against the exact answer).
+
+Under a composition (roles.py) both keep every team able to seat its players in roles: the
+search prunes a team its players could no longer fill (seating.UnitRoles.fits), the
+heuristic starts from a valid seating (seating.first_seating) and swaps only where both
+teams stay valid. The split then names each player's role.
 """
 
 from __future__ import annotations
@@ -19,10 +24,19 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
+from app.matchmaking.roles import Composition
+from app.matchmaking.seating import UnitRoles, first_seating
 from app.rating import Rating, RatingInputError, TrueSkill
 
 EXACT_LIMIT = 12
 RESTARTS = 8
+# Above this many teams, two starts: each climb already weighs every swap of every pair of teams.
+MANY_TEAMS = 8
+# Rounds of swaps a climb takes at most.
+CLIMB_ROUNDS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +47,9 @@ class Split:
     teams: list[list[int]]
     quality: float
     exact: bool
+    # Under a composition: per team, the role (an index into its roles) of each player, in the
+    # order of the team's units and their members.
+    roles: list[list[int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +110,35 @@ def balance(
     env: TrueSkill | None = None,
     *,
     seed: int = 0,
+    roles: Sequence[Sequence[str]] | None = None,
+    composition: Composition | None = None,
 ) -> Split:
     """The highest-quality split of `ratings` into `teams` teams of equal size (as equal as
-    the count allows), keeping each party on one team."""
+    the count allows), keeping each party on one team. With a composition, `roles` lists the
+    roles each player accepts, and every team must seat its players in the composition."""
     env = env or TrueSkill()
     beta2 = env.beta * env.beta
     units, members = units_of(ratings, parties, beta2)
-    split = split_units(units, teams, beta2, seed=seed)
-    return Split([[p for u in team for p in members[u]] for team in split.teams], split.quality, split.exact)
+    seating = None
+    if composition is not None:
+        if roles is None or len(roles) != len(ratings):
+            raise RatingInputError("a composition needs the roles of every player")
+        if len(ratings) != teams * composition.team_size:
+            size = composition.team_size
+            raise RatingInputError(f"{len(ratings)} players cannot fill {teams} teams of {size} (the roles)")
+        preferences = [composition.preferences(names) for names in roles]
+        seating = UnitRoles(
+            composition,
+            [tuple(sum(1 << r for r in preferences[p]) for p in unit) for unit in members],
+            [tuple(preferences[p] for p in unit) for unit in members],
+        )
+    split = split_units(units, teams, beta2, seed=seed, roles=seating)
+    return Split(
+        [[p for u in team for p in members[u]] for team in split.teams],
+        split.quality,
+        split.exact,
+        split.roles,
+    )
 
 
 def units_of(
@@ -116,19 +154,28 @@ def units_of(
     return units, members
 
 
-def split_units(units: Units, teams: int, beta2: float, *, seed: int = 0) -> Split:
+def split_units(
+    units: Units, teams: int, beta2: float, *, seed: int = 0, roles: UnitRoles | None = None
+) -> Split:
     """The highest-quality split of the units into `teams` teams of equal size (as equal as
-    the count allows); teams are lists of unit indices."""
+    the count allows); teams are lists of unit indices. With roles, only splits whose every
+    team seats its players in the composition count (RatingInputError when there is none)."""
     sizes = team_sizes(sum(units.size), teams)
     biggest = max(units.size)
     if biggest > sizes[0]:
         raise RatingInputError(f"a party of {biggest} does not fit in a team of {sizes[0]}")
     if sum(units.size) <= EXACT_LIMIT:
-        found = _exact(units, sizes, beta2)
+        found = _exact(units, sizes, beta2, roles)
         if found is None:
-            raise RatingInputError(f"the parties cannot be split into teams of sizes {sizes}")
+            reason = "the roles cannot be met" if roles is not None else "the parties cannot be split"
+            raise RatingInputError(f"{reason} in teams of sizes {sizes}")
+    else:
+        found = _heuristic(units, sizes, beta2, random.Random(seed), roles)
+    if roles is None:
         return found
-    return _heuristic(units, sizes, beta2, random.Random(seed))
+    seated = [roles.assign(team) for team in found.teams]
+    assert all(team is not None for team in seated)  # every team passed Hall's condition
+    return Split(found.teams, found.quality, found.exact, [team for team in seated if team is not None])
 
 
 def snake_quality(units: Units, teams: int, beta2: float) -> float | None:
@@ -143,7 +190,7 @@ def snake_quality(units: Units, teams: int, beta2: float) -> float | None:
     return split_quality(means, spreads, sizes, beta2)
 
 
-def _exact(units: Units, sizes: list[int], beta2: float) -> Split | None:
+def _exact(units: Units, sizes: list[int], beta2: float, roles: UnitRoles | None = None) -> Split | None:
     # Big units first: the search fails fast on parties that do not fit.
     order = sorted(range(len(units.size)), key=lambda u: units.size[u], reverse=True)
     count = len(sizes)
@@ -164,6 +211,8 @@ def _exact(units: Units, sizes: list[int], beta2: float) -> Split | None:
         tried_empty: set[int] = set()
         for team in range(count):
             if filled[team] + size > sizes[team]:
+                continue
+            if roles is not None and not roles.fits([*members[team], unit]):
                 continue
             if filled[team] == 0:
                 # Empty teams of the same size are interchangeable: try one of them.
@@ -214,43 +263,100 @@ def _snake(units: Units, sizes: list[int], rng: random.Random, shuffle: bool) ->
     return assignment
 
 
-def _heuristic(units: Units, sizes: list[int], beta2: float, rng: random.Random) -> Split:
+def _heuristic(
+    units: Units, sizes: list[int], beta2: float, rng: random.Random, roles: UnitRoles | None = None
+) -> Split:
     best: Split | None = None
-    for attempt in range(RESTARTS):
-        assignment = _snake(units, sizes, rng, shuffle=attempt > 0)
+    restarts = RESTARTS if len(sizes) <= MANY_TEAMS else 2
+    for attempt in range(restarts):
+        if roles is None:
+            assignment = _snake(units, sizes, rng, shuffle=attempt > 0)
+        else:
+            assignment = first_seating(roles, units.mu, units.size, len(sizes), rng, shuffle=attempt > 0)
         if assignment is None:
             continue
+        assignment = _climb(units, assignment, beta2, roles)
         means = [sum(units.mu[u] for u in t) for t in assignment]
         spreads = [sum(units.spread[u] for u in t) for t in assignment]
         quality = split_quality(means, spreads, sizes, beta2)
-        improved = True
-        while improved:
-            improved = False
-            for a in range(len(sizes)):
-                for b in range(a + 1, len(sizes)):
-                    for i, unit_a in enumerate(assignment[a]):
-                        for j, unit_b in enumerate(assignment[b]):
-                            if units.size[unit_a] != units.size[unit_b]:
-                                continue
-                            d_mu = units.mu[unit_b] - units.mu[unit_a]
-                            d_sp = units.spread[unit_b] - units.spread[unit_a]
-                            means[a] += d_mu
-                            means[b] -= d_mu
-                            spreads[a] += d_sp
-                            spreads[b] -= d_sp
-                            candidate = split_quality(means, spreads, sizes, beta2)
-                            if candidate > quality * (1 + 1e-12):
-                                assignment[a][i], assignment[b][j] = unit_b, unit_a
-                                quality = candidate
-                                improved = True
-                                unit_a = unit_b
-                            else:
-                                means[a] -= d_mu
-                                means[b] += d_mu
-                                spreads[a] -= d_sp
-                                spreads[b] += d_sp
-        if best is None or quality > best.quality:
+        if best is None or quality > best.quality or (quality == best.quality == 0.0):
             best = Split([list(t) for t in assignment], quality, exact=False)
     if best is None:
-        raise RatingInputError(f"the parties cannot be split into teams of sizes {sizes}")
+        reason = "the roles cannot be met" if roles is not None else "the parties cannot be split"
+        raise RatingInputError(f"{reason} in teams of sizes {sizes}")
     return best
+
+
+def _climb(
+    units: Units, assignment: list[list[int]], beta2: float, roles: UnitRoles | None
+) -> list[list[int]]:
+    """Hill climbing over swaps of equal-sized units between teams, every swap scored at once.
+
+    log q of eq. 7 is, up to a term of the team sizes alone, −½(Σ log D + log S₁) − ½(Σ m²/D −
+    (Σ m/D)²/S₁) over teams' means m and spreads D, with S₁ = Σ 1/D: a swap changes two teams,
+    so each candidate's score is a few sums updated, not a split scored again. Each round takes
+    the best swaps on teams no better swap touched, while the total improves."""
+    team_of = np.empty(len(units.size), dtype=np.int64)
+    for team, members in enumerate(assignment):
+        team_of[members] = team
+    mu = np.asarray(units.mu, dtype=np.float64)
+    spread = np.asarray(units.spread, dtype=np.float64)
+    size = np.asarray(units.size, dtype=np.int64)
+    first, second = np.triu_indices(len(size), 1)
+    same = size[first] == size[second]
+    first, second = first[same], second[same]
+    teams = len(assignment)
+    for _ in range(CLIMB_ROUNDS):
+        means = np.bincount(team_of, weights=mu, minlength=teams).astype(np.float64)
+        spreads = np.bincount(team_of, weights=spread, minlength=teams).astype(np.float64)
+        current = _log_score(means, spreads)
+        a, b = team_of[first], team_of[second]
+        cross = np.flatnonzero(a != b)
+        u, v, a, b = first[cross], second[cross], a[cross], b[cross]
+        d_mu, d_spread = mu[v] - mu[u], spread[v] - spread[u]
+        new_ma, new_mb = means[a] + d_mu, means[b] - d_mu
+        new_da, new_db = spreads[a] + d_spread, spreads[b] - d_spread
+        inverse = (1.0 / spreads).sum() - 1.0 / spreads[a] - 1.0 / spreads[b] + 1.0 / new_da + 1.0 / new_db
+        weighted = (means / spreads).sum() - means[a] / spreads[a] - means[b] / spreads[b]
+        weighted = weighted + new_ma / new_da + new_mb / new_db
+        squared = (means**2 / spreads).sum() - means[a] ** 2 / spreads[a] - means[b] ** 2 / spreads[b]
+        squared = squared + new_ma**2 / new_da + new_mb**2 / new_db
+        logs = (
+            np.log(spreads).sum() - np.log(spreads[a]) - np.log(spreads[b]) + np.log(new_da) + np.log(new_db)
+        )
+        score = -0.5 * (logs + np.log(inverse)) - 0.5 * (squared - weighted**2 / inverse)
+        better = np.flatnonzero(score > current + 1e-12)
+        if not len(better):
+            break
+        touched: set[int] = set()
+        moved = False
+        for k in better[np.argsort(-score[better], kind="stable")].tolist():
+            team_a, team_b = int(a[k]), int(b[k])
+            if team_a in touched or team_b in touched:
+                continue
+            if roles is not None and not _swap_fits(roles, team_of, int(u[k]), int(v[k])):
+                continue
+            touched.update((team_a, team_b))
+            team_of[u[k]], team_of[v[k]] = team_b, team_a
+            moved = True
+        if not moved:
+            break
+    return [np.flatnonzero(team_of == team).tolist() for team in range(teams)]
+
+
+def _log_score(means: npt.NDArray[np.float64], spreads: npt.NDArray[np.float64]) -> float:
+    """log q of eq. 7 up to a term of the team sizes alone (see _climb)."""
+    inverse = float((1.0 / spreads).sum())
+    weighted = float((means / spreads).sum())
+    return float(
+        -0.5 * (np.log(spreads).sum() + np.log(inverse))
+        - 0.5 * ((means**2 / spreads).sum() - weighted**2 / inverse)
+    )
+
+
+def _swap_fits(roles: UnitRoles, team_of: npt.NDArray[np.int64], u: int, v: int) -> bool:
+    """Whether both teams still seat their players with units u and v swapped."""
+    a, b = int(team_of[u]), int(team_of[v])
+    team_a = [w for w in np.flatnonzero(team_of == a).tolist() if w != u] + [v]
+    team_b = [w for w in np.flatnonzero(team_of == b).tolist() if w != v] + [u]
+    return roles.fits(team_a) and roles.fits(team_b)
