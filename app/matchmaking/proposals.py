@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.matchmaking.exchange import exchange
 from app.matchmaking.forming import Forming, RegionLimit
 from app.matchmaking.latency import LatencyRule, regions_of
 from app.matchmaking.pairs import pair_matches
@@ -113,34 +114,45 @@ def _pairs(shape: MatchShape) -> bool:
 
 def _under_latency(forming: Forming, rows: IntArray, rule: LatencyRule) -> list[Match]:
     """A group's matches under the latency rule: tier by tier, each tier's tickets shared out
-    among the regions and matched region by region (regions.py)."""
+    among the regions and matched region by region (regions.py), then traded between regions
+    (exchange.py)."""
     pool = forming.pool
     assert pool.latencies is not None
     ms = pool.latencies.ms
     left = rows
     found: list[Match] = []
     for tier in tiers(rule, pool.waited[rows]):
-        limit_of = dict(zip(rows.tolist(), tier.limits.tolist(), strict=True))
+        allowed = np.zeros(ms.shape, dtype=np.bool_)
+        allowed[rows] = ms[rows] <= tier.limits[:, None]
+        if _pairs(forming.shape):
+            # Pairs are taken among each region's tickets at once (pairs.py).
+            pairs = pair_matches(forming, left, allowed[left], rule if tier.borrowed else None)
+            found += pairs
+            left = _without(left, pairs)
+            continue
+        formed: list[Match] = []
+        where_of: list[int] = []
         for _ in range(ROUNDS):
-            limits = np.array([limit_of[row] for row in left.tolist()])
-            feasible = ms[left] <= limits[:, None]
-            if _pairs(forming.shape):
-                # Pairs are taken among each region's tickets at once (pairs.py): one round.
-                found += pair_matches(forming, left, feasible, rule if tier.borrowed else None)
-                used = {row for match in found for row in match.rows}
-                left = np.array([row for row in left.tolist() if row not in used], dtype=np.int64)
-                break
-            where = share(feasible, ms[left], pool.size[left], forming.shape.players)
+            where = share(allowed[left], ms[left], pool.size[left], forming.shape.players)
             made: list[Match] = []
             for region in np.unique(where[where >= 0]).tolist():
                 check = (ms[:, region], rule) if tier.borrowed else None
-                made += _matches_of(forming, left[where == region], check)
+                part = _matches_of(forming, left[where == region], check)
+                made += part
+                where_of += [region] * len(part)
             if not made:
                 break
-            found += made
-            used = {row for match in made for row in match.rows}
-            left = np.array([row for row in left.tolist() if row not in used], dtype=np.int64)
+            formed += made
+            left = _without(left, made)
+        if not tier.borrowed:
+            formed = exchange(forming, formed, where_of, allowed)
+        found += formed
     return found
+
+
+def _without(rows: IntArray, matches: list[Match]) -> IntArray:
+    used = {row for match in matches for row in match.rows}
+    return np.array([row for row in rows.tolist() if row not in used], dtype=np.int64)
 
 
 def propose(

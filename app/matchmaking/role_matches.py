@@ -17,9 +17,11 @@ on their own:
    a player who accepts several roles may end in any of them; up to EXACT_LIMIT players, the
    best there is. Above, balance.py's heuristic under the composition.
 
-Matches below their threshold, or holding players who avoid each other, give their players back,
-and the steps run again on those left (ROUNDS at most). Parties, and smaller matches for
-long waits, go through windows.py with the composition as a rule of admission.
+A match holding two players who avoid each other trades one of them for the nearest player in
+skill who can take the same role (_mend). Matches below their threshold, or still holding such
+a pair, give their players back, and the steps run again on those left (ROUNDS at most).
+Parties, and smaller matches for long waits, go through windows.py with the composition as a
+rule of admission.
 """
 
 from __future__ import annotations
@@ -95,8 +97,74 @@ def _quantile_matches(forming: Forming, rows: IntArray, region: RegionLimit | No
         np.flatnonzero(role_at == role).reshape(matches, teams * count)
         for role, count in enumerate(composition.counts)
     ]
-    members = rows[np.concatenate(runs, axis=1)]  # (matches, players), each row a match
-    return _split(forming, members, region)
+    positions = np.concatenate(runs, axis=1)  # (matches, players), each row a match
+    if forming.clashes:
+        column_role = np.concatenate([np.full(teams * c, r) for r, c in enumerate(composition.counts)])
+        _mend(forming, rows, positions, column_role, masks)
+    return _split(forming, rows[positions], region)
+
+
+def _mend(
+    forming: Forming,
+    rows: IntArray,
+    positions: IntArray,
+    column_role: IntArray,
+    masks: IntArray,
+) -> None:
+    """Matches (rows of `positions`) holding two players who avoid each other, mended in place:
+    one of them trades places with the player nearest in skill who can take the same role, from
+    a match next to it (which must stay clear) or from those no match took. A match no trade
+    mends keeps its clash, and _split drops it."""
+    pool = forming.pool
+    skill = pool.mu[rows]
+    owner = {int(p): (m, c) for m, row in enumerate(positions) for c, p in enumerate(row.tolist())}
+
+    def clashes(row: IntArray) -> int:
+        members = rows[row]
+        a, b = np.triu_indices(len(members), 1)
+        return int(forming.clashes.between(members[a], members[b]).sum())
+
+    for match in range(len(positions)):
+        for _ in range(positions.shape[1]):
+            count = clashes(positions[match])
+            if not count:
+                break
+            members = rows[positions[match]]
+            a, b = np.triu_indices(len(members), 1)
+            hit = forming.clashes.between(members[a], members[b])
+            best: tuple[float, int, int] | None = None  # (skill distance, column, position)
+            for column in sorted(set(a[hit].tolist()) | set(b[hit].tolist())):
+                mine = int(positions[match, column])
+                role = int(column_role[column])
+                for other in range(len(rows)):
+                    if not masks[other] >> role & 1 or other == mine:
+                        continue
+                    held = owner.get(other)
+                    if held is not None and (abs(held[0] - match) != 1 or column_role[held[1]] != role):
+                        continue
+                    trial = positions[match].copy()
+                    trial[column] = other
+                    if clashes(trial) >= count:
+                        continue
+                    if held is not None:
+                        theirs = positions[held[0]].copy()
+                        theirs[held[1]] = mine
+                        if clashes(theirs):
+                            continue
+                    distance = abs(float(skill[other] - skill[mine]))
+                    if best is None or distance < best[0]:
+                        best = (distance, column, other)
+            if best is None:
+                break
+            _, column, other = best
+            mine = int(positions[match, column])
+            held = owner.pop(other, None)
+            positions[match, column] = other
+            owner[other] = (match, column)
+            del owner[mine]
+            if held is not None:
+                positions[held] = mine
+                owner[mine] = held
 
 
 def _split(forming: Forming, members: IntArray, region: RegionLimit | None) -> list[Match]:

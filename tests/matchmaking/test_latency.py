@@ -62,7 +62,11 @@ def tiered_optimum(tickets: list[Ticket], rule: LatencyRule) -> tuple[int, float
         graph = nx.Graph()
         for region in REGIONS:
             near = sorted(
-                (t for t in left.values() if not t.latencies or dict(t.latencies).get(region, np.inf) <= limit(t)),
+                (
+                    t
+                    for t in left.values()
+                    if not t.latencies or dict(t.latencies).get(region, np.inf) <= limit(t)
+                ),
                 key=lambda t: t.ratings[0].mu,
             )
             for i, a in enumerate(near):
@@ -116,7 +120,9 @@ def test_tickets_without_latencies_fit_any_region_and_attributes_still_apply() -
         Ticket("e", ("e",), (Rating(25, 3),), '{"mode":"solo"}', 0.0),
         Ticket("f", ("f",), (Rating(25, 3),), '{"mode":"solo"}', 0.0),
     ]
-    made = {frozenset(p.ticket_ids): p.region for p in propose(tickets, MatchShape(2, 1), ENV, OPEN, 10, RULE)}
+    made = {
+        frozenset(p.ticket_ids): p.region for p in propose(tickets, MatchShape(2, 1), ENV, OPEN, 10, RULE)
+    }
     # a and b share us-east (a's best); c and d share no region; e and f name none.
     assert made == {frozenset("ab"): "us-east", frozenset("ef"): None}
     # Without a rule latencies only name the best shared region.
