@@ -15,7 +15,10 @@ never matches it. This release reads the true group from the record's attributes
 
 Keys:
     "roles": per player of the ticket, in order, the roles they accept (names, in their order);
-    "avoid": player ids none of the ticket's players may meet.
+    "avoid": player ids none of the ticket's players may meet;
+    "level": present when the ticket needs a reader of a later level than LEVEL to be matched
+        right (a constraint a later release adds); a reader of a lower level leaves it unmatched,
+        as a release that reads no extension does. This release writes none: level 1 is its own.
 """
 
 from __future__ import annotations
@@ -26,16 +29,24 @@ from dataclasses import dataclass
 
 from app.matchmaking.pool import TicketRoles
 
-__all__ = ["FIELD_PREFIX", "Extension", "TicketRoles", "decode", "encode", "extended_group", "field"]
+__all__ = ["FIELD_PREFIX", "LEVEL", "Extension", "TicketRoles", "decode", "encode", "extended_group", "field"]
 
 # What the extension field of a ticket is named in its done hash.
 FIELD_PREFIX = "x:"
+# The extension keys this release understands (docs/upgrades.md).
+LEVEL = 1
 
 
 @dataclass(frozen=True, slots=True)
 class Extension:
     roles: TicketRoles | None = None
     avoid: tuple[str, ...] = ()
+    level: int = LEVEL
+
+    @property
+    def readable(self) -> bool:
+        """Whether this release knows every key that changes whom the ticket may meet."""
+        return self.level <= LEVEL
 
 
 def encode(roles: Sequence[Sequence[str]] | None, avoid: Sequence[str]) -> str:
@@ -57,6 +68,7 @@ def decode(text: bytes | str | None) -> Extension:
     return Extension(
         tuple(tuple(names) for names in roles) if isinstance(roles, list) else None,
         tuple(found.get("avoid") or ()),
+        int(found.get("level", LEVEL)),
     )
 
 

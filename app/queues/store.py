@@ -3,15 +3,19 @@
 Every key of a mode's queue carries the hash tag {mode}, so each script touches one
 Redis Cluster slot, and every key a script touches is declared in its KEYS. "v4" names this
 layout: keys of earlier ones (mm:{mode}:..., mm:v2:..., mm:v3:...) are never read, and a Redis
-that still holds them can drop them (they expire by themselves, bar the first pools).
+that still holds them can drop them (they expire by themselves, bar the first pools). The layout
+only grows by additions every release of it reads or ignores (docs/upgrades.md), so releases
+serve one queue side by side through a rolling deploy: what a ticket says beyond its record
+(roles, avoid lists) is its extension, in its done hash (extension.py).
 
     mm:v4:{mode}:pool         hash: waiting ticket -> its value (below)
     mm:v4:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket,
                               or "0 <ticket>" once that ticket is matched (the player may queue
                               again, and a lookup still finds the match)
     mm:v4:{mode}:done:<min>   hash: a finished ticket -> its status ("matched <proposal>",
-                              "cancelled" or "expired"), a claimed proposal -> its JSON, and
-                              "r:<proposal>" -> what requeueing it needs (or "requeued")
+                              "cancelled" or "expired"), a claimed proposal -> its JSON,
+                              "r:<proposal>" -> what requeueing it needs (or "requeued"), and
+                              "x:<ticket>" -> a ticket's extension, written when it is queued
     mm:v4:{mode}:events       pub/sub channel: the ids of tickets that left the pool (matched,
                               cancelled, expired), 32 hex digits each, run together
 
@@ -494,6 +498,8 @@ def _extensions(
         found = decoded.get(text)
         if found is None:
             found = decoded[text] = extension.decode(text)
+        if not found.readable:
+            continue  # its record's group of one keeps it out of every match this release forms
         roles[row], avoid[row] = found.roles, found.avoid
         attributes = record.tail(values[row], sizes[row])[0]
         group = digests.get(attributes)

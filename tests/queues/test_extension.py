@@ -10,6 +10,7 @@ import time
 from redis.asyncio import Redis
 
 from app.matchmaking.pool import attribute_group
+from app.matchmaking.proposals import MatchShape, Relaxation, form_matches
 from app.queues import extension, record
 from app.queues.record import HeaderField
 from app.queues.store import NewTicket, ProposalClaim, QueueStore, new_ids
@@ -30,8 +31,10 @@ def test_the_codec_round_trips_and_is_canonical() -> None:
     assert found.roles == (("tank", "damage"), ("healer",)) and found.avoid == ("mallory", "eve")
     assert extension.encode(None, []) == ""
     assert extension.decode("") == extension.Extension() == extension.decode(None)
-    # Keys a later release adds are ignored.
+    # Keys a later release adds are ignored, unless it says the ticket needs them.
     assert extension.decode('{"avoid":["x"],"backfill":{"slots":2}}').avoid == ("x",)
+    assert extension.decode('{"avoid":["x"]}').readable
+    assert not extension.decode(f'{{"level":{extension.LEVEL + 1}}}').readable
     ticket = "6b09422a" + "ffffffffffff" + "0" * 12
     assert extension.extended_group(ticket) == -1.0 - (2**48 - 1)
     assert extension.extended_group(ticket) < 0 <= attribute_group('{"region":"eu"}')
@@ -112,5 +115,26 @@ async def test_a_requeued_ticket_keeps_its_extension_and_erasure_edits_it(redis_
         renamed = json.loads(await store.proposal(proposal) or "")
         assert renamed["roles"] == {"erased:" + "1" * 32: "damage", "bob": "tank"}
         assert renamed["teams"] == [["erased:" + "1" * 32], ["bob"]]
+    finally:
+        await redis.aclose()
+
+
+async def test_a_ticket_that_needs_a_later_reader_is_never_matched(redis_url: str) -> None:
+    redis = Redis.from_url(redis_url)
+    try:
+        store = QueueStore(redis, f"ext-{random.getrandbits(32):08x}")
+        now = time.time()
+        ids = new_ids(3, now)
+        tickets = [NewTicket(i, [f"lv{n}"], [(25.0, 8.0)], "{}", avoid=["nobody"]) for n, i in enumerate(ids)]
+        assert await store.enqueue(tickets, now, 60.0) == [0, 0, 0]
+        # A later release wrote this one, with a constraint this release does not know.
+        later = json.dumps({"avoid": ["nobody"], "level": extension.LEVEL + 1}, separators=(",", ":"))
+        await redis.hset(store.keys.done(ids[0]), extension.field(ids[0]), later)
+        pool = (await store.waiting(now, 60.0)).pool
+        row = {ticket_id: i for i, ticket_id in enumerate(pool.ids)}
+        assert pool.group[row[ids[0]]] == extension.extended_group(ids[0])
+        assert pool.group[row[ids[1]]] == pool.group[row[ids[2]]] == attribute_group("{}")
+        (match,) = form_matches(pool, MatchShape(2, 1), 4.0, Relaxation(0.0, 0.0, 1.0), 10)
+        assert row[ids[0]] not in match.rows
     finally:
         await redis.aclose()
