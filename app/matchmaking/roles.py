@@ -33,6 +33,8 @@ class Composition:
     # Per set of roles (a bitmask): its slots in one team.
     caps: tuple[int, ...] = field(init=False)
     _index: dict[str, int] = field(init=False)
+    # Per mask: the sets of roles that hold all of it (where a player of that mask counts).
+    _supersets: tuple[tuple[int, ...], ...] = field(init=False)
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.roles) <= MAX_ROLES:
@@ -47,6 +49,8 @@ class Composition:
             caps[subset] = caps[subset ^ low] + self.counts[low.bit_length() - 1]
         object.__setattr__(self, "caps", tuple(caps))
         object.__setattr__(self, "_index", {role: number for number, role in enumerate(self.roles)})
+        sets = range(len(caps))
+        object.__setattr__(self, "_supersets", tuple(tuple(s for s in sets if s & m == m) for m in sets))
 
     @classmethod
     def of(cls, counts: Mapping[str, int]) -> Composition:
@@ -73,15 +77,21 @@ class Composition:
     def fits(self, masks: Iterable[int], teams: int = 1) -> bool:
         """Whether these players can all be seated in `teams` teams' slots (Hall's condition
         from the players' side): never true of a player who accepts no role."""
-        within = [0] * self.subsets
+        return self.admit([0] * self.subsets, masks, teams)
+
+    def admit(self, within: list[int], masks: Iterable[int], teams: int = 1) -> bool:
+        """Whether players of these masks can join those counted in `within` (per set of roles,
+        the players seated so far who accept nothing outside it) in `teams` teams' slots; if
+        so, they are counted in. A window grows by this, one ticket at a time."""
+        added: dict[int, int] = {}
         for mask in masks:
-            within[mask] += 1
-        for bit in range(len(self.roles)):
-            step = 1 << bit
-            for subset in range(self.subsets):
-                if subset & step:
-                    within[subset] += within[subset ^ step]
-        return all(count <= teams * cap for count, cap in zip(within, self.caps, strict=True))
+            for subset in self._supersets[mask]:
+                added[subset] = added.get(subset, 0) + 1
+        if any(within[subset] + count > teams * self.caps[subset] for subset, count in added.items()):
+            return False
+        for subset, count in added.items():
+            within[subset] += count
+        return True
 
     def inside(self, masks: IntArray) -> BoolArray:
         """Per player (any leading shape) and set of roles S: whether the player accepts

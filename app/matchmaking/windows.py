@@ -35,6 +35,9 @@ from app.matchmaking.scoring import best_splits
 from app.matchmaking.seating import UnitRoles
 from app.rating import RatingInputError
 
+# Tickets a call tries to anchor a smaller match on (smaller_matches).
+ANCHORS = 64
+
 
 def window_matches(forming: Forming, rows: IntArray, region: RegionLimit | None = None) -> list[Match]:
     """Matches among `rows` (one group's tickets, sorted by skill): full size first, then,
@@ -208,33 +211,30 @@ def _mend(
     return [np.sort(window) for window, keep in zip(windows, kept, strict=True) if keep]
 
 
-def _admits(forming: Forming, members: list[int], row: int, count: int, needed: int, teams: int) -> bool:
-    """Whether the ticket at `row` may join a window's `members` (rows) of `count` players."""
-    pool = forming.pool
-    if count + int(pool.size[row]) > needed:
-        return False
-    if forming.clashes and members and forming.clashes.within([*members, row]):
-        return False
-    if forming.player_masks is not None and forming.shape.composition is not None:
-        masks = [mask for member in (*members, row) for mask in forming.player_masks[member]]
-        return forming.shape.composition.fits(masks, teams)
-    return True
-
-
 def _gather(forming: Forming, rows: IntArray, start: int, needed: int, teams: int, within: int) -> list[int]:
     """Positions from `start` on (at most `within` further) whose tickets fill `needed` players,
-    each admitted in turn; empty when they do not fill it."""
-    size = forming.pool.size
+    each admitted in turn (a ticket that would overflow, that the composition cannot seat
+    beside those taken, or that clashes with one of them, is skipped); empty when they do not
+    fill it."""
+    pool = forming.pool
+    composition = forming.shape.composition
+    masks = forming.player_masks
+    seated = [0] * composition.subsets if composition is not None else []
     window: list[int] = []
     members: list[int] = []
     count = 0
     for k in range(start, min(len(rows), start + within)):
         row = int(rows[k])
-        if not _admits(forming, members, row, count, needed, teams):
+        size = int(pool.size[row])
+        if count + size > needed:
             continue  # a ticket that does not fit: look further along for others
+        if forming.clashes and members and forming.clashes.within([*members, row]):
+            continue
+        if composition is not None and masks is not None and not composition.admit(seated, masks[row], teams):
+            continue
         window.append(k)
         members.append(row)
-        count += int(size[row])
+        count += size
         if count == needed:
             return window
     return []
@@ -246,7 +246,13 @@ def _party_windows(
     pool, beta2 = forming.pool, forming.beta2
     needed = teams * team_size
     ranked: list[tuple[float, list[int]]] = []
-    for start in range(len(rows)):
+    starts: range | list[int] = range(len(rows))
+    if forming.shape.composition is not None:
+        # Under roles, players on their own were matched by role runs already (role_matches.py):
+        # only windows that hold a party are walked.
+        parties = np.flatnonzero(pool.size[rows] > 1)
+        starts = sorted({s for p in parties.tolist() for s in range(max(0, p - needed + 1), p + 1)})
+    for start in starts:
         window = _gather(forming, rows, start, needed, teams, 4 * needed)
         if not window:
             continue
@@ -286,7 +292,9 @@ def smaller_matches(forming: Forming, rows: IntArray, region: RegionLimit | None
     anchors = [int(k) for k in np.argsort(-pool.waited[rows], kind="stable") if accepted[k] < shape.players]
     free = np.ones(len(rows), dtype=np.bool_)
     found: list[Match] = []
-    for anchor in anchors:
+    # Each anchor walks and balances windows around it: a call tries the longest waits first,
+    # and at most ANCHORS of them; the rest are tried by the next call.
+    for anchor in anchors[:ANCHORS]:
         if len(found) >= forming.max_matches:
             break
         if not free[anchor]:
