@@ -26,6 +26,8 @@ from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match
 from app.matchmaking.quality import pair_quality
 
 NEIGHBOURS = 8
+# A call taking max_matches pairs first sorts the best TOP_FIRST × max_matches candidates.
+TOP_FIRST = 16
 # 2-opt exchanges between a match and its next REPAIR_REACH matches by skill.
 REPAIR_REACH = 3
 REPAIR_ROUNDS = 3
@@ -118,17 +120,25 @@ def pair_matches(
     used = bytearray(count)
     taken_a: list[int] = []
     taken_b: list[int] = []
-    first_list, second_list = first.tolist(), second.tolist()
-    # Best quality first; ties in a fixed order (by position).
-    for c in np.lexsort((second, first, -quality)).tolist():
-        if len(taken_a) >= max_matches:
+    # Best quality first; ties in a fixed order (by position). A call that takes few matches
+    # sorts only the best candidates first (taken tickets skip most of the rest anyway), and
+    # all of them only if those run out.
+    ranked = np.arange(len(quality))
+    if TOP_FIRST * max_matches < len(quality):
+        ranked = np.argpartition(-quality, TOP_FIRST * max_matches)[: TOP_FIRST * max_matches]
+    for _ in range(2):
+        order = ranked[np.lexsort((second[ranked], first[ranked], -quality[ranked]))]
+        for i, j in zip(first[order].tolist(), second[order].tolist(), strict=True):
+            if len(taken_a) >= max_matches:
+                break
+            if used[i] or used[j]:
+                continue
+            used[i] = used[j] = 1
+            taken_a.append(i)
+            taken_b.append(j)
+        if len(taken_a) >= max_matches or len(ranked) == len(quality):
             break
-        i, j = first_list[c], second_list[c]
-        if used[i] or used[j]:
-            continue
-        used[i] = used[j] = 1
-        taken_a.append(i)
-        taken_b.append(j)
+        ranked = np.arange(len(quality))
     for _, positions in lists:
         if len(taken_a) >= max_matches:
             break

@@ -122,6 +122,8 @@ def _under_latency(forming: Forming, rows: IntArray, rule: LatencyRule) -> list[
     left = rows
     found: list[Match] = []
     for tier in tiers(rule, pool.waited[rows]):
+        if len(found) >= forming.max_matches:
+            break  # the call takes no more: wider tiers would only be cut off
         allowed = np.zeros(ms.shape, dtype=np.bool_)
         allowed[rows] = ms[rows] <= tier.limits[:, None]
         if _pairs(forming.shape):

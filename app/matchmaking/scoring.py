@@ -128,6 +128,17 @@ def best_splits(mus: FloatArray, variances: FloatArray, teams: int, team_size: i
     if len(patterns) == 1:
         scores = pattern_scores(mus, variances, patterns, teams, team_size, beta2)[:, 0]
         return Scores(scores, np.zeros(len(scores), dtype=np.int64), patterns, exact)
+    if teams == 2:
+        # Two teams: every split of a candidate shares its D (pattern_scores), so the best is
+        # the smallest |Δ|, and only it is scored.
+        first = (patterns == 0).T.astype(np.float64)
+        total = mus.sum(axis=1)
+        best = np.abs(2.0 * (mus @ first) - total[:, None]).argmin(axis=1)
+        gap = 2.0 * (mus * first.T[best]).sum(axis=1) - total
+        spread = variances.sum(axis=1) + teams * team_size * beta2
+        noise = teams * team_size * beta2
+        log_quality: FloatArray = 0.5 * np.log(noise / spread) - gap * gap / (2.0 * spread)
+        return Scores(log_quality, best.astype(np.int64), patterns, exact)
     best_score = np.empty(len(mus))
     best_split = np.empty(len(mus), dtype=np.int64)
     for start in range(0, len(mus), CHUNK):

@@ -31,7 +31,7 @@ from app.matchmaking.balance import Units, snake_quality, split_units
 from app.matchmaking.forming import Forming, RegionLimit
 from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match
 from app.matchmaking.quality import log_thresholds
-from app.matchmaking.scoring import best_splits
+from app.matchmaking.scoring import Scores, best_splits
 from app.matchmaking.seating import UnitRoles
 from app.rating import RatingInputError
 
@@ -110,15 +110,29 @@ def _solo_windows(
     if region is not None:
         ms, rule = region
         feasible &= sliding_window_view(ms[rows], needed).max(axis=1) <= rule.limits(longest)
-    top = scores.log_quality[feasible].max() if feasible.any() else 0.0
-    chosen = tile(first, first + needed, np.exp(scores.log_quality - top), feasible)
+    if forming.max_matches * needed * 2 <= len(rows):
+        # A call that takes few of the matches the list holds: the best windows, not the most.
+        chosen = _best_first(
+            scores.log_quality,
+            feasible,
+            needed,
+            forming.max_matches if scores.exact else 4 * forming.max_matches,
+        )
+    else:
+        top = scores.log_quality[feasible].max() if feasible.any() else 0.0
+        chosen = tile(first, first + needed, np.exp(scores.log_quality - top), feasible)
     windows = [first[number] + np.arange(needed) for number in chosen]
     if forming.clashes:
-        windows = _mend(forming, rows, windows, region)
+        mended = _mend(forming, rows, [w.copy() for w in windows], region)
+        if [w.tolist() for w in mended] != [w.tolist() for w in windows]:
+            windows, chosen = mended, []  # scored again below
     if not windows:
         return []
     members = np.array(windows, dtype=np.int64)
-    final = best_splits(pool.mu[rows][members], pool.var[rows][members], teams, team_size, forming.beta2)
+    if len(chosen) == len(windows):
+        final = Scores(scores.log_quality[chosen], scores.split[chosen], scores.patterns, scores.exact)
+    else:
+        final = best_splits(pool.mu[rows][members], pool.var[rows][members], teams, team_size, forming.beta2)
     waits = pool.waited[rows][members].max(axis=1)
     if final.exact:
         found = []
@@ -136,6 +150,22 @@ def _solo_windows(
         if balanced is not None:
             found.append(balanced)
     return found
+
+
+def _best_first(log_quality: FloatArray, feasible: BoolArray, width: int, most: int) -> list[int]:
+    """Starts of the best feasible windows of `width`, taken greedily without overlap, `most` at
+    most, in the list's order."""
+    candidates = np.flatnonzero(feasible)
+    used = bytearray(len(log_quality) + width)
+    chosen: list[int] = []
+    for start in candidates[np.lexsort((candidates, -log_quality[candidates]))].tolist():
+        if len(chosen) >= most:
+            break
+        if used.find(1, start, start + width) != -1:
+            continue
+        used[start : start + width] = b"\x01" * width
+        chosen.append(start)
+    return sorted(chosen)
 
 
 def _mend(
