@@ -24,9 +24,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
-
+from app.matchmaking.climbing import climb
 from app.matchmaking.roles import Composition
 from app.matchmaking.seating import UnitRoles, first_seating
 from app.rating import Rating, RatingInputError, TrueSkill
@@ -35,8 +33,6 @@ EXACT_LIMIT = 12
 RESTARTS = 8
 # Above this many teams, two starts: each climb already weighs every swap of every pair of teams.
 MANY_TEAMS = 8
-# Rounds of swaps a climb takes at most.
-CLIMB_ROUNDS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +271,7 @@ def _heuristic(
             assignment = first_seating(roles, units.mu, units.size, len(sizes), rng, shuffle=attempt > 0)
         if assignment is None:
             continue
-        assignment = _climb(units, assignment, beta2, roles)
+        assignment = climb(units.mu, units.spread, units.size, assignment, roles)
         means = [sum(units.mu[u] for u in t) for t in assignment]
         spreads = [sum(units.spread[u] for u in t) for t in assignment]
         quality = split_quality(means, spreads, sizes, beta2)
@@ -285,78 +281,3 @@ def _heuristic(
         reason = "the roles cannot be met" if roles is not None else "the parties cannot be split"
         raise RatingInputError(f"{reason} in teams of sizes {sizes}")
     return best
-
-
-def _climb(
-    units: Units, assignment: list[list[int]], beta2: float, roles: UnitRoles | None
-) -> list[list[int]]:
-    """Hill climbing over swaps of equal-sized units between teams, every swap scored at once.
-
-    log q of eq. 7 is, up to a term of the team sizes alone, −½(Σ log D + log S₁) − ½(Σ m²/D −
-    (Σ m/D)²/S₁) over teams' means m and spreads D, with S₁ = Σ 1/D: a swap changes two teams,
-    so each candidate's score is a few sums updated, not a split scored again. Each round takes
-    the best swaps on teams no better swap touched, while the total improves."""
-    team_of = np.empty(len(units.size), dtype=np.int64)
-    for team, members in enumerate(assignment):
-        team_of[members] = team
-    mu = np.asarray(units.mu, dtype=np.float64)
-    spread = np.asarray(units.spread, dtype=np.float64)
-    size = np.asarray(units.size, dtype=np.int64)
-    first, second = np.triu_indices(len(size), 1)
-    same = size[first] == size[second]
-    first, second = first[same], second[same]
-    teams = len(assignment)
-    for _ in range(CLIMB_ROUNDS):
-        means = np.bincount(team_of, weights=mu, minlength=teams).astype(np.float64)
-        spreads = np.bincount(team_of, weights=spread, minlength=teams).astype(np.float64)
-        current = _log_score(means, spreads)
-        a, b = team_of[first], team_of[second]
-        cross = np.flatnonzero(a != b)
-        u, v, a, b = first[cross], second[cross], a[cross], b[cross]
-        d_mu, d_spread = mu[v] - mu[u], spread[v] - spread[u]
-        new_ma, new_mb = means[a] + d_mu, means[b] - d_mu
-        new_da, new_db = spreads[a] + d_spread, spreads[b] - d_spread
-        inverse = (1.0 / spreads).sum() - 1.0 / spreads[a] - 1.0 / spreads[b] + 1.0 / new_da + 1.0 / new_db
-        weighted = (means / spreads).sum() - means[a] / spreads[a] - means[b] / spreads[b]
-        weighted = weighted + new_ma / new_da + new_mb / new_db
-        squared = (means**2 / spreads).sum() - means[a] ** 2 / spreads[a] - means[b] ** 2 / spreads[b]
-        squared = squared + new_ma**2 / new_da + new_mb**2 / new_db
-        logs = (
-            np.log(spreads).sum() - np.log(spreads[a]) - np.log(spreads[b]) + np.log(new_da) + np.log(new_db)
-        )
-        score = -0.5 * (logs + np.log(inverse)) - 0.5 * (squared - weighted**2 / inverse)
-        better = np.flatnonzero(score > current + 1e-12)
-        if not len(better):
-            break
-        touched: set[int] = set()
-        moved = False
-        for k in better[np.argsort(-score[better], kind="stable")].tolist():
-            team_a, team_b = int(a[k]), int(b[k])
-            if team_a in touched or team_b in touched:
-                continue
-            if roles is not None and not _swap_fits(roles, team_of, int(u[k]), int(v[k])):
-                continue
-            touched.update((team_a, team_b))
-            team_of[u[k]], team_of[v[k]] = team_b, team_a
-            moved = True
-        if not moved:
-            break
-    return [np.flatnonzero(team_of == team).tolist() for team in range(teams)]
-
-
-def _log_score(means: npt.NDArray[np.float64], spreads: npt.NDArray[np.float64]) -> float:
-    """log q of eq. 7 up to a term of the team sizes alone (see _climb)."""
-    inverse = float((1.0 / spreads).sum())
-    weighted = float((means / spreads).sum())
-    return float(
-        -0.5 * (np.log(spreads).sum() + np.log(inverse))
-        - 0.5 * ((means**2 / spreads).sum() - weighted**2 / inverse)
-    )
-
-
-def _swap_fits(roles: UnitRoles, team_of: npt.NDArray[np.int64], u: int, v: int) -> bool:
-    """Whether both teams still seat their players with units u and v swapped."""
-    a, b = int(team_of[u]), int(team_of[v])
-    team_a = [w for w in np.flatnonzero(team_of == a).tolist() if w != u] + [v]
-    team_b = [w for w in np.flatnonzero(team_of == b).tolist() if w != v] + [u]
-    return roles.fits(team_a) and roles.fits(team_b)

@@ -33,11 +33,13 @@ import numpy as np
 from app.matchmaking.allocation import coverage, deal, transport
 from app.matchmaking.balance import EXACT_LIMIT
 from app.matchmaking.forming import Forming, RegionLimit
+from app.matchmaking.gathering import balanced_match
 from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match
 from app.matchmaking.quality import log_thresholds
 from app.matchmaking.roles import Composition
 from app.matchmaking.scoring import pattern_scores, split_patterns
-from app.matchmaking.windows import balanced_match, smaller_matches, window_matches
+from app.matchmaking.smaller import smaller_matches
+from app.matchmaking.windows import window_matches
 
 ROUNDS = 3
 # Matches checked per NumPy pass: bounds the (matches × splits × role sets) arrays.
@@ -208,14 +210,16 @@ def _split(forming: Forming, members: IntArray, region: RegionLimit | None) -> l
         labels = patterns[best[number]]
         team_rows = [window[labels == team].tolist() for team in range(teams)]
         assert forming.preferences is not None
-        seated = [
-            composition.assign([p for row in team for p in forming.preferences[row]]) for team in team_rows
-        ]
+        seated = []
+        for team in team_rows:
+            roles = composition.assign([p for row in team for p in forming.preferences[row]])
+            assert roles is not None  # the split passed Hall's condition for every team
+            seated.append(roles)
         match = Match(
             tuple(tuple(team) for team in team_rows), math.exp(log_quality[number]), float(longest[number])
         )
         found.append(
-            Match(match.teams, match.quality, match.longest_wait, roles=forming.roles_of(match, seated))  # type: ignore[arg-type]
+            Match(match.teams, match.quality, match.longest_wait, roles=forming.roles_of(match, seated))
         )
     return found
 

@@ -27,16 +27,14 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from app.matchmaking.balance import Units, snake_quality, split_units
+from app.matchmaking.balance import Units, snake_quality
 from app.matchmaking.forming import Forming, RegionLimit
+from app.matchmaking.gathering import balanced_match, gather
+from app.matchmaking.mending import mend
 from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match
 from app.matchmaking.quality import log_thresholds
 from app.matchmaking.scoring import Scores, best_splits
-from app.matchmaking.seating import UnitRoles
-from app.rating import RatingInputError
-
-# Tickets a call tries to anchor a smaller match on (smaller_matches).
-ANCHORS = 64
+from app.matchmaking.smaller import smaller_matches
 
 
 def window_matches(forming: Forming, rows: IntArray, region: RegionLimit | None = None) -> list[Match]:
@@ -123,7 +121,7 @@ def _solo_windows(
         chosen = tile(first, first + needed, np.exp(scores.log_quality - top), feasible)
     windows = [first[number] + np.arange(needed) for number in chosen]
     if forming.clashes:
-        mended = _mend(forming, rows, [w.copy() for w in windows], region)
+        mended = mend(forming, rows, [w.copy() for w in windows], region)
         if [w.tolist() for w in mended] != [w.tolist() for w in windows]:
             windows, chosen = mended, []  # scored again below
     if not windows:
@@ -168,108 +166,6 @@ def _best_first(log_quality: FloatArray, feasible: BoolArray, width: int, most: 
     return sorted(chosen)
 
 
-def _mend(
-    forming: Forming, rows: IntArray, windows: list[IntArray], region: RegionLimit | None
-) -> list[IntArray]:
-    """The tiled windows (positions in `rows`), each holding two tickets that avoid each other
-    mended by exchanging one of them with a ticket of a window next to it, or one no window
-    took, close in skill: the exchange of best total quality that leaves both sides clear of
-    clashes and above their thresholds. A window that no exchange mends is given up."""
-    pool, shape = forming.pool, forming.shape
-    needed = shape.teams * shape.team_size
-    owner = np.full(len(rows), -1, dtype=np.int64)
-    for number, window in enumerate(windows):
-        owner[window] = number
-    kept = [True] * len(windows)
-
-    def clashes_in(positions: IntArray) -> int:
-        members = rows[positions]
-        a, b = np.triu_indices(len(members), 1)
-        return int(forming.clashes.between(members[a], members[b]).sum())
-
-    def score(positions: IntArray) -> float:
-        members = rows[np.sort(positions)]
-        longest = float(pool.waited[members].max())
-        if region is not None and region[0][members].max() > region[1].limit(longest):
-            return -np.inf
-        got = best_splits(
-            pool.mu[members][None, :], pool.var[members][None, :], shape.teams, shape.team_size, forming.beta2
-        )
-        value = float(got.log_quality[0])
-        if got.exact and value < float(log_thresholds(forming.relax, np.array([longest]))[0]):
-            return -np.inf
-        return math.exp(value)
-
-    for number in range(len(windows)):
-        # Each exchange takes one clash out (a window may hold a chain of them).
-        for _ in range(needed):
-            window = windows[number]
-            count = clashes_in(window)
-            if not count:
-                break
-            best: tuple[float, int, int] | None = None
-            low, high = max(0, int(window.min()) - needed), min(len(rows), int(window.max()) + needed + 1)
-            members = rows[window]
-            a, b = np.triu_indices(len(members), 1)
-            hit = forming.clashes.between(members[a], members[b])
-            # Only moving a ticket of a clash takes a clash out.
-            for x in sorted(set(window[a[hit]].tolist()) | set(window[b[hit]].tolist())):
-                for y in range(low, high):
-                    other = int(owner[y])
-                    if other == number or (other >= 0 and not kept[other]):
-                        continue
-                    mine = np.where(window == x, y, window)
-                    if clashes_in(mine) >= count:
-                        continue
-                    theirs = None if other < 0 else np.where(windows[other] == y, x, windows[other])
-                    if theirs is not None and clashes_in(theirs):
-                        continue
-                    total = score(mine) + (0.0 if theirs is None else score(theirs))
-                    if np.isfinite(total) and (best is None or total > best[0]):
-                        best = (total, x, y)
-            if best is None:
-                break
-            _, x, y = best
-            other = int(owner[y])
-            windows[number] = np.where(window == x, y, window)
-            owner[y], owner[x] = number, other
-            if other >= 0:
-                windows[other] = np.where(windows[other] == y, x, windows[other])
-        if clashes_in(windows[number]):
-            kept[number] = False
-            owner[windows[number]] = -1
-    return [np.sort(window) for window, keep in zip(windows, kept, strict=True) if keep]
-
-
-def _gather(forming: Forming, rows: IntArray, start: int, needed: int, teams: int, within: int) -> list[int]:
-    """Positions from `start` on (at most `within` further) whose tickets fill `needed` players,
-    each admitted in turn (a ticket that would overflow, that the composition cannot seat
-    beside those taken, or that clashes with one of them, is skipped); empty when they do not
-    fill it."""
-    pool = forming.pool
-    composition = forming.shape.composition
-    masks = forming.player_masks
-    seated = [0] * composition.subsets if composition is not None else []
-    window: list[int] = []
-    members: list[int] = []
-    count = 0
-    for k in range(start, min(len(rows), start + within)):
-        row = int(rows[k])
-        size = int(pool.size[row])
-        if count + size > needed:
-            continue  # a ticket that does not fit: look further along for others
-        if forming.clashes and members and forming.clashes.within([*members, row]):
-            continue
-        if composition is not None and masks is not None and not composition.admit(seated, masks[row], teams):
-            continue
-        window.append(k)
-        members.append(row)
-        count += size
-        if count == needed:
-            return window
-    return []
-
-
 def _party_windows(
     forming: Forming, rows: IntArray, teams: int, team_size: int, region: RegionLimit | None
 ) -> list[Match]:
@@ -283,7 +179,7 @@ def _party_windows(
         parties = np.flatnonzero(pool.size[rows] > 1)
         starts = sorted({s for p in parties.tolist() for s in range(max(0, p - needed + 1), p + 1)})
     for start in starts:
-        window = _gather(forming, rows, start, needed, teams, 4 * needed)
+        window = gather(forming, rows, start, needed, teams, 4 * needed)
         if not window:
             continue
         members = rows[window]
@@ -310,92 +206,3 @@ def _party_windows(
                 used.update(window)
                 found.append(balanced)
     return found
-
-
-def smaller_matches(forming: Forming, rows: IntArray, region: RegionLimit | None) -> list[Match]:
-    """Matches below full size among `rows` (sorted by skill), each anchored on a ticket whose
-    wait accepts it, longest wait first."""
-    pool, shape = forming.pool, forming.shape
-    if len(rows) < shape.minimum:
-        return []
-    accepted = shape.accepted(pool.waited[rows], forming.relax.seconds)
-    anchors = [int(k) for k in np.argsort(-pool.waited[rows], kind="stable") if accepted[k] < shape.players]
-    free = np.ones(len(rows), dtype=np.bool_)
-    found: list[Match] = []
-    # Each anchor walks and balances windows around it: a call tries the longest waits first,
-    # and at most ANCHORS of them; the rest are tried by the next call.
-    for anchor in anchors[:ANCHORS]:
-        if len(found) >= forming.max_matches:
-            break
-        if not free[anchor]:
-            continue
-        open_positions = np.flatnonzero(free)
-        players = int(pool.size[rows[open_positions]].sum())
-        for teams, team_size in shape.smaller(min(players, shape.players - 1), int(accepted[anchor]))[:2]:
-            match = _anchored(forming, rows, open_positions, anchor, teams, team_size, region)
-            if match is not None:
-                taken = {row for row in match.rows}
-                free[[k for k in open_positions.tolist() if int(rows[k]) in taken]] = False
-                found.append(match)
-                break
-    return found
-
-
-def _anchored(
-    forming: Forming,
-    rows: IntArray,
-    open_positions: IntArray,
-    anchor: int,
-    teams: int,
-    team_size: int,
-    region: RegionLimit | None,
-) -> Match | None:
-    """The best match of `teams` × `team_size` among the open positions that holds the anchor."""
-    pool = forming.pool
-    needed = teams * team_size
-    at = int(np.searchsorted(open_positions, anchor))
-    candidates: list[list[int]] = []
-    for first in range(max(0, at - needed + 1), at + 1):
-        window = _gather(forming, rows[open_positions], first, needed, teams, 4 * needed)
-        if window and at in window:
-            candidates.append([int(rows[open_positions[k]]) for k in window])
-    best: Match | None = None
-    for members in candidates:
-        member_rows = np.array(members, dtype=np.int64)
-        if region is not None:
-            ms, rule = region
-            if ms[member_rows].max() > rule.limit(float(pool.waited[member_rows].max())):
-                continue
-        match = balanced_match(forming, member_rows, teams)
-        if match is not None and (best is None or match.quality > best.quality):
-            best = match
-    return best
-
-
-def balanced_match(forming: Forming, window: IntArray, teams: int) -> Match | None:
-    """The window's tickets split into their best teams (balance.split_units), if the split
-    clears the threshold of its longest wait."""
-    pool = forming.pool
-    units = Units(
-        pool.mu[window].tolist(),
-        (pool.var[window] + pool.size[window] * forming.beta2).tolist(),
-        pool.size[window].tolist(),
-    )
-    seating = None
-    composition = forming.shape.composition
-    if composition is not None and forming.player_masks is not None and forming.preferences is not None:
-        members = window.tolist()
-        seating = UnitRoles(
-            composition, [forming.player_masks[r] for r in members], [forming.preferences[r] for r in members]
-        )
-    try:
-        split = split_units(units, teams, forming.beta2, roles=seating)
-    except RatingInputError:
-        return None
-    longest = float(pool.waited[window].max())
-    if split.quality < forming.relax.threshold(longest):
-        return None
-    match = Match(tuple(tuple(int(window[u]) for u in team) for team in split.teams), split.quality, longest)
-    if split.roles is None:
-        return match
-    return Match(match.teams, match.quality, longest, roles=forming.roles_of(match, split.roles))
