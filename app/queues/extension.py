@@ -16,6 +16,8 @@ never matches it. This release reads the true group from the record's attributes
 Keys:
     "roles": per player of the ticket, in order, the roles they accept (names, in their order);
     "avoid": player ids none of the ticket's players may meet;
+    "group": the ticket's attribute group (as text: Lua's cjson would round a 48-bit number),
+        which the record's header no longer says;
     "level": present when the ticket needs a reader of a later level than LEVEL to be matched
         right (a constraint a later release adds); a reader of a lower level leaves it unmatched,
         as a release that reads no extension does. This release writes none: level 1 is its own.
@@ -42,6 +44,7 @@ class Extension:
     roles: TicketRoles | None = None
     avoid: tuple[str, ...] = ()
     level: int = LEVEL
+    group: int | None = None  # None: read it from the record's attributes
 
     @property
     def readable(self) -> bool:
@@ -49,14 +52,17 @@ class Extension:
         return self.level <= LEVEL
 
 
-def encode(roles: Sequence[Sequence[str]] | None, avoid: Sequence[str]) -> str:
-    """The extension's text; empty when the ticket has none."""
+def encode(roles: Sequence[Sequence[str]] | None, avoid: Sequence[str], group: int) -> str:
+    """The extension's text; empty when the ticket has none (then its record keeps its group)."""
     found: dict[str, object] = {}
     if roles is not None:
         found["roles"] = [list(names) for names in roles]
     if avoid:
         found["avoid"] = list(avoid)
-    return json.dumps(found, sort_keys=True, separators=(",", ":")) if found else ""
+    if not found:
+        return ""
+    found["group"] = str(group)
+    return json.dumps(found, sort_keys=True, separators=(",", ":"))
 
 
 def decode(text: bytes | str | None) -> Extension:
@@ -69,6 +75,7 @@ def decode(text: bytes | str | None) -> Extension:
         tuple(tuple(names) for names in roles) if isinstance(roles, list) else None,
         tuple(found.get("avoid") or ()),
         int(found.get("level", LEVEL)),
+        int(found["group"]) if "group" in found else None,
     )
 
 

@@ -174,7 +174,9 @@ class QueueStore:
             if ticket.attributes not in group_of:
                 group_of[ticket.attributes] = attribute_group(ticket.attributes)
         sizes = [len(ticket.players) for ticket in tickets]
-        extensions = [extension.encode(ticket.roles, ticket.avoid) for ticket in tickets]
+        extensions = [
+            extension.encode(ticket.roles, ticket.avoid, group_of[ticket.attributes]) for ticket in tickets
+        ]
         # The numbers travel as doubles, packed here: exact, and no decimal text to write or parse.
         ratings = np.array([r for ticket in tickets for r in ticket.ratings], dtype="<f8").reshape(-1, 2)
         starts = np.cumsum([0, *sizes[:-1]])
@@ -248,9 +250,12 @@ class QueueStore:
     async def _read_done(self, ids: Sequence[str], prefix: str = "") -> list[Any]:
         """The done-hash fields of these ids (each prefixed), one HMGET per hash, in one
         pipelined round trip."""
-        by_key: dict[str, list[int]] = {}
+        by_second: dict[str, list[int]] = {}
         for number, some_id in enumerate(ids):
-            by_key.setdefault(self.keys.done(some_id), []).append(number)
+            by_second.setdefault(some_id[:8], []).append(number)
+        by_key: dict[str, list[int]] = {}
+        for second, numbers in by_second.items():
+            by_key.setdefault(self.keys.done(second), []).extend(numbers)
         found: list[Any] = [None] * len(ids)
         if not by_key:
             return found
@@ -501,10 +506,12 @@ def _extensions(
         if not found.readable:
             continue  # its record's group of one keeps it out of every match this release forms
         roles[row], avoid[row] = found.roles, found.avoid
-        attributes = record.tail(values[row], sizes[row])[0]
-        group = digests.get(attributes)
-        if group is None:
-            group = digests[attributes] = attribute_group(attributes.decode())
+        group = found.group
+        if group is None:  # an extension that no longer says it (erasure emptied it)
+            attributes = record.tail(values[row], sizes[row])[0]
+            group = digests.get(attributes)
+            if group is None:
+                group = digests[attributes] = attribute_group(attributes.decode())
         groups[row] = group
     clashes = None
     if any(avoid):

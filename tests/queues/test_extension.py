@@ -25,11 +25,13 @@ def render(
 
 
 def test_the_codec_round_trips_and_is_canonical() -> None:
-    text = extension.encode([["tank", "damage"], ["healer"]], ["mallory", "eve"])
-    assert text == '{"avoid":["mallory","eve"],"roles":[["tank","damage"],["healer"]]}'
+    group = attribute_group('{"region":"eu"}')
+    text = extension.encode([["tank", "damage"], ["healer"]], ["mallory", "eve"], group)
+    assert text == f'{{"avoid":["mallory","eve"],"group":"{group}","roles":[["tank","damage"],["healer"]]}}'
     found = extension.decode(text)
     assert found.roles == (("tank", "damage"), ("healer",)) and found.avoid == ("mallory", "eve")
-    assert extension.encode(None, []) == ""
+    assert found.group == group
+    assert extension.encode(None, [], group) == ""
     assert extension.decode("") == extension.Extension() == extension.decode(None)
     # Keys a later release adds are ignored, unless it says the ticket needs them.
     assert extension.decode('{"avoid":["x"],"backfill":{"slots":2}}').avoid == ("x",)
@@ -65,7 +67,9 @@ async def test_extended_tickets_read_back_with_their_true_group_roles_and_clashe
             value = await redis.hget(store.keys.pool, ticket.ticket_id)
             assert record.field_of(value, HeaderField.GROUP) == extension.extended_group(ticket.ticket_id)
             stored = await redis.hget(store.keys.done(ticket.ticket_id), extension.field(ticket.ticket_id))
-            assert stored.decode() == extension.encode(ticket.roles, ticket.avoid)
+            assert stored.decode() == extension.encode(
+                ticket.roles, ticket.avoid, attribute_group(ticket.attributes)
+            )
         assert await redis.hget(store.keys.done(ids[0]), extension.field(ids[0])) is None
         assert await redis.ttl(store.keys.done(ids[1])) > 60
         pool = (await store.waiting(now + 1.0, 60.0)).pool
@@ -108,7 +112,8 @@ async def test_a_requeued_ticket_keeps_its_extension_and_erasure_edits_it(redis_
         await store.erase_player("mallory", "erased:" + "0" * 32, now + 3.0, 60.0)
         done = store.keys.done(ids[0])
         assert extension.decode(await redis.hget(done, extension.field(ids[0]))).avoid == ("eve",)
-        assert extension.decode(await redis.hget(done, extension.field(ids[2]))) == extension.Extension()
+        emptied = extension.decode(await redis.hget(done, extension.field(ids[2])))
+        assert (emptied.roles, emptied.avoid, emptied.group) == (None, (), attribute_group("{}"))
         assert b"mallory" not in b"".join((await redis.hgetall(done)).values())
         # Erasing alice renames her in the kept proposal's teams and roles, not in role names.
         await store.erase_player("alice", "erased:" + "1" * 32, now + 3.0, 60.0)
