@@ -45,18 +45,24 @@ class Forming:
         if composition is None:
             return cls(pool, shape, beta2, relax, max_matches, clashes)
         every = tuple(range(len(composition.roles)))
-        # Keyed by identity: a queue's pool shares one roles object among the tickets that list
-        # the same roles (store.py decodes each distinct extension once), and hashing nested
-        # tuples ten thousand times would cost more than reading them. The pool keeps every key
-        # alive meanwhile.
-        read: dict[tuple[int, int], tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]] = {}
+        # Looked up by identity first: a queue's pool shares one roles object among the tickets
+        # that list the same roles (store.py decodes each distinct extension once), and hashing
+        # nested tuples ten thousand times costs more than reading them. The pool keeps every
+        # key alive meanwhile; equal lists held apart are read once by value.
+        by_id: dict[tuple[int, int], tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]] = {}
+        by_value: dict[
+            tuple[TicketRoles | None, int], tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]
+        ] = {}
         listed = pool.roles if pool.roles is not None else [None] * len(pool)
         sizes = pool.size.tolist()
         preferences, player_masks = [], []
         for roles, size in zip(listed, sizes, strict=True):
-            found = read.get((id(roles), size))
+            found = by_id.get((id(roles), size))
             if found is None:
-                found = read[id(roles), size] = _read(composition, roles, size, every)
+                found = by_value.get((roles, size))
+                if found is None:
+                    found = by_value[roles, size] = _read(composition, roles, size, every)
+                by_id[id(roles), size] = found
             preferences.append(found[0])
             player_masks.append(found[1])
         masks = np.array([m[0] for m in player_masks], dtype=np.int64)

@@ -101,3 +101,10 @@ class Match:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rows", tuple(row for team in self.teams for row in team))
+
+
+def unmatched(rows: IntArray, matches: Sequence[Match]) -> IntArray:
+    """The rows (in their order) that none of the matches took."""
+    taken = np.fromiter((row for match in matches for row in match.rows), dtype=np.int64)
+    left: IntArray = rows[~np.isin(rows, taken)]
+    return left

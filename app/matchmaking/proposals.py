@@ -31,7 +31,7 @@ from app.matchmaking.exchange import exchange
 from app.matchmaking.forming import Forming, RegionLimit
 from app.matchmaking.latency import LatencyRule, regions_of
 from app.matchmaking.pairs import pair_matches
-from app.matchmaking.pool import IntArray, Match, Pool, Ticket, canonical_attributes
+from app.matchmaking.pool import IntArray, Match, Pool, Ticket, canonical_attributes, unmatched
 from app.matchmaking.quality import Relaxation
 from app.matchmaking.regions import share, tiers
 from app.matchmaking.role_matches import role_matches
@@ -130,7 +130,7 @@ def _under_latency(forming: Forming, rows: IntArray, rule: LatencyRule) -> list[
             # Pairs are taken among each region's tickets at once (pairs.py).
             pairs = pair_matches(forming, left, allowed[left], rule if tier.borrowed else None)
             found += pairs
-            left = _without(left, pairs)
+            left = unmatched(left, pairs)
             continue
         formed: list[Match] = []
         where_of: list[int] = []
@@ -145,16 +145,11 @@ def _under_latency(forming: Forming, rows: IntArray, rule: LatencyRule) -> list[
             if not made:
                 break
             formed += made
-            left = _without(left, made)
+            left = unmatched(left, made)
         if not tier.borrowed:
             formed = exchange(forming, formed, where_of, allowed)
         found += formed
     return found
-
-
-def _without(rows: IntArray, matches: list[Match]) -> IntArray:
-    used = {row for match in matches for row in match.rows}
-    return np.array([row for row in rows.tolist() if row not in used], dtype=np.int64)
 
 
 def propose(

@@ -34,7 +34,7 @@ from app.matchmaking.allocation import coverage, deal, transport
 from app.matchmaking.balance import EXACT_LIMIT
 from app.matchmaking.forming import Forming, RegionLimit
 from app.matchmaking.gathering import balanced_match
-from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match
+from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match, unmatched
 from app.matchmaking.quality import log_thresholds
 from app.matchmaking.roles import Composition
 from app.matchmaking.scoring import pattern_scores, split_patterns
@@ -57,8 +57,7 @@ def role_matches(forming: Forming, rows: IntArray, region: RegionLimit | None = 
         if not made:
             break
         found += made
-        used = {row for match in made for row in match.rows}
-        left = np.array([row for row in left.tolist() if row not in used], dtype=np.int64)
+        left = unmatched(left, made)
     parties = rows[pool.size[rows] > 1]
     if len(parties):
         rest = np.concatenate([left, parties])

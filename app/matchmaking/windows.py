@@ -31,7 +31,7 @@ from app.matchmaking.balance import Units, snake_quality
 from app.matchmaking.forming import Forming, RegionLimit
 from app.matchmaking.gathering import balanced_match, gather
 from app.matchmaking.mending import mend
-from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match
+from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match, unmatched
 from app.matchmaking.quality import log_thresholds
 from app.matchmaking.scoring import Scores, best_splits
 from app.matchmaking.smaller import smaller_matches
@@ -47,9 +47,7 @@ def window_matches(forming: Forming, rows: IntArray, region: RegionLimit | None 
     else:
         found = _party_windows(forming, rows, shape.teams, shape.team_size, region)
     if shape.flexible:
-        used = {row for match in found for row in match.rows}
-        left = np.array([row for row in rows.tolist() if row not in used], dtype=np.int64)
-        found += smaller_matches(forming, left, region)
+        found += smaller_matches(forming, unmatched(rows, found), region)
     return found
 
 
