@@ -10,6 +10,8 @@ CHROMEDRIVER := /usr/bin/chromedriver
 PGBOUNCER := /usr/sbin/pgbouncer
 # The Redis Cluster tests (tests/redis_cluster.py) run Debian's redis-server and redis-cli.
 REDIS_SERVER := /usr/bin/redis-server
+# The TypeScript client test (tests/test_typescript_client.py) runs node and npm.
+NPM := $(or $(shell command -v npm),/usr/bin/npm)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: run test lint openapi bench soak clean
@@ -37,12 +39,16 @@ $(REDIS_SERVER):
 	$(SUDO) apt-get install -y --no-install-recommends redis-server redis-tools \
 	  || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends redis-server redis-tools; }
 
+$(NPM):
+	$(SUDO) apt-get install -y --no-install-recommends nodejs npm \
+	  || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends nodejs npm; }
+
 ## run: install, migrate and serve on http://$(HOST):$(PORT) (embedded servers unless URLs are set)
 run: $(RUN_STAMP)
 	$(BIN)/python -m app serve
 
 ## test: the whole suite against real PostgreSQL and Redis (embedded unless URLs are set)
-test: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER) $(REDIS_SERVER)
+test: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER) $(REDIS_SERVER) $(NPM)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
@@ -56,8 +62,9 @@ openapi: $(DEV_STAMP)
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/rating.py
 
-soak: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER) $(REDIS_SERVER)
+soak: $(DEV_STAMP) $(CHROMEDRIVER) $(PGBOUNCER) $(REDIS_SERVER) $(NPM)
 	SOAK=1 $(BIN)/python -m pytest -q -s -m "slow or reliability" --timeout=3600 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf clients/typescript/node_modules clients/typescript/build clients/typescript/src/generated

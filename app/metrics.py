@@ -1,8 +1,10 @@
 """The service's own Prometheus metrics (request latency lives with the middleware).
 
 Counters of rating writes move only when their transaction commits (`after_commit`), so a
-rolled-back request never counts. Queue gauges are read from Redis when /metrics is
-scraped: the queue is shared by every instance, so any instance reports the same depth.
+rolled-back request never counts. Counters are per process: what the command line does
+(import, replay, smooth) runs in its own process and reaches no /metrics (docs/metrics.md).
+Queue gauges are read from Redis when /metrics is scraped: the queue is shared by every
+instance, so any instance reports the same depth.
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ import numpy as np
 import numpy.typing as npt
 from prometheus_client import Counter, Gauge, Histogram
 
-MATCHES_RATED = Counter("skill_matches_rated_total", "Matches rated by POST /v1/matches", ["mode"])
+MATCHES_RATED = Counter(
+    "skill_matches_rated_total", "Matches rated by POST /v1/matches and /v1/matches/batch", ["mode"]
+)
+# What writes ratings, the `source` of RATINGS_WRITTEN: a posted match, a replay job, an
+# admin's override (PUT /v1/players/{id}/ratings/{mode}), a season switch's reset.
+RATING_SOURCES = ("match", "replay", "admin", "season")
 RATINGS_WRITTEN = Counter(
     "skill_ratings_written_total",
-    "Player ratings written, by what wrote them (match, replay or admin)",
+    f"Player ratings written, by what wrote them (source: {', '.join(RATING_SOURCES)})",
     ["mode", "source"],
 )
 QUEUE_TICKETS = Gauge("skill_queue_tickets", "Tickets waiting in the queue", ["mode"])

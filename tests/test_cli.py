@@ -3,18 +3,26 @@ one line on stderr (2: usage and configuration, 1: anything else); the console s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pty
+import re
+import select
+import stat
 import subprocess
 import sys
+import time
 import tomllib
 import uuid
 from importlib import import_module
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
+from app.cli import BOOTSTRAP_KEY_FILE
 from tests.reliability.process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +77,36 @@ async def test_keys_create_list_revoke(database_url: str, redis_url: str, client
 def test_unknown_scope_is_one_line() -> None:
     line = failure_line(run("keys", "create", "--name", "x", "--scopes", "read,god"), 2)
     assert "god" in line
+
+
+async def test_keys_create_limited_to_modes(database_url: str, client: httpx.AsyncClient) -> None:
+    result = run(
+        "keys",
+        "create",
+        "--name",
+        "fps",
+        "--scopes",
+        "read",
+        "--modes",
+        "fps-*, chess",
+        DATABASE_URL=database_url,
+    )
+    assert result.returncode == 0, result.stderr
+    created = json.loads(result.stdout)
+    assert created["modes"] == ["fps-*", "chess"]
+    listed = {
+        row["id"]: row for row in json.loads(run("keys", "list", DATABASE_URL=database_url).stdout)["keys"]
+    }
+    assert listed[created["id"]]["modes"] == ["fps-*", "chess"]
+    headers = {"Authorization": f"Bearer {created['key']}"}
+    refused = await client.get("/v1/leaderboards/go", headers=headers)
+    assert refused.status_code == 403 and "'go' is not one" in refused.json()["detail"]
+
+
+@pytest.mark.parametrize("modes", ["fps-**", "has space", "*", ","])
+def test_malformed_modes_are_one_line(modes: str) -> None:
+    line = failure_line(run("keys", "create", "--name", "x", "--scopes", "read", "--modes", modes), 2)
+    assert line.startswith("error: --modes: ")
 
 
 @pytest.mark.parametrize(
@@ -152,3 +190,54 @@ def test_the_console_script_names_the_cli_entry_point(capsys: pytest.CaptureFixt
     assert exit_.value.code == 2
     error = capsys.readouterr().err
     assert error.startswith("skillservice keys: error: argument action: invalid choice: 'rotate'")
+
+
+def first_serve_output(env: dict[str, str], terminal: bool) -> str:
+    """What `serve` writes on stdout, a terminal or a pipe, up to its "Serving on" line."""
+    reader, writer = pty.openpty() if terminal else os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"], env=env, stdout=writer, stderr=subprocess.DEVNULL
+    )
+    os.close(writer)
+    text = ""
+    deadline = time.monotonic() + 120
+    try:
+        while "Serving on" not in text:
+            assert process.poll() is None and time.monotonic() < deadline, text
+            if select.select([reader], [], [], 1)[0]:
+                text += os.read(reader, 4096).decode()
+    finally:
+        process.terminate()
+        process.wait(30)
+        os.close(reader)
+    return text
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "redirected"])
+def test_the_generated_admin_key_goes_to_a_terminal_and_never_into_a_log(
+    make_database, redis_url: str, tmp_path: Path, terminal: bool
+) -> None:  # type: ignore[no-untyped-def]
+    database = make_database()
+    env = {k: v for k, v in os.environ.items() if k != "ADMIN_API_KEY"}
+    data_dir = tmp_path / "data"
+    env |= {"DATABASE_URL": database, "REDIS_URL": redis_url, "DATA_DIR": str(data_dir)}
+    env |= {"PORT": str(free_port()), "LOG_LEVEL": "WARNING"}
+    output = first_serve_output(env, terminal)
+    key_file = data_dir / BOOTSTRAP_KEY_FILE
+    if terminal:
+        shown = re.search(r"Bootstrap admin API key \(shown once, store it now\): (ssk_\S+)", output)
+        assert shown is not None, output
+        key = shown.group(1)
+        assert not key_file.exists()
+    else:
+        assert f"Bootstrap admin API key written to {key_file} (readable by its owner only)" in output
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        key = key_file.read_text().strip()
+        assert key.startswith("ssk_") and key not in output
+    with psycopg.connect(database) as conn:
+        stored = conn.execute("SELECT key_hash, scopes FROM api_keys WHERE bootstrap").fetchall()
+    assert stored == [(hashlib.sha256(key.encode()).hexdigest(), ["admin"])]
+    # A second start generates nothing and writes nothing.
+    key_file.unlink(missing_ok=True)
+    assert "Bootstrap admin API key" not in first_serve_output(env, terminal)
+    assert not key_file.exists()

@@ -47,8 +47,9 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
             }
         ),
     ),
-    # What serves the domain: HTTP routers, the ops page, background work, the Python client.
-    ("delivery", frozenset({"api", "ui", "background", "client"})),
+    # What serves the domain: HTTP routers, the ops page, background work, the Python client, and
+    # the simulator (its live clock drives the service through the client).
+    ("delivery", frozenset({"api", "ui", "background", "client", "simulation"})),
     # Processes: the app factory, the worker supervisor, the command line.
     ("entry", frozenset({"main", "workers", "cli", "__main__"})),
 ]
@@ -58,6 +59,13 @@ CORE = LAYERS[0][1]
 CORE_THIRD_PARTY = {"numpy"}
 # The one compiled module: TrueSkill Through Time's passes (docs/benchmarks.md says why).
 COMPILED = {"app.rating.history.kernel": {"numba"}}
+# The simulator's modules that reach outside the pure core: the scenario file's reader (the
+# service's mode schema), the live clock (the HTTP client) and the command.
+SIMULATION_EDGES = {"app.simulation.reading", "app.simulation.live", "app.simulation.commands"}
+# What the rest of the simulator may use of app/: the core, itself, and the ops page's pure
+# plot geometry (the charts share its size and tick steps).
+SIMULATION_PURE = {"rating", "matchmaking", "simulation"}
+SIMULATION_ALSO = {"app.ui.plot"}
 
 
 def module_name(path: Path) -> str:
@@ -222,3 +230,26 @@ def test_the_core_imports_only_the_standard_library_and_numpy_and_numba_in_its_k
             ):
                 outside.add(f"{name} imports {target}")
     assert outside == set()
+
+
+def test_the_simulation_loop_and_report_are_pure_like_the_core() -> None:
+    """Everything of app/simulation but its reader, live clock and command imports only the
+    standard library, NumPy, the core and itself: the loop runs the service's own matchmaking
+    and rating code, never its storage or web layers."""
+    outside = set()
+    for name, path in MODULES.items():
+        if unit(name) != "simulation" or name in SIMULATION_EDGES:
+            continue
+        for target in imported(name, path):
+            top = target.split(".")[0]
+            if top == "app":
+                if unit(target) not in SIMULATION_PURE and target not in SIMULATION_ALSO:
+                    outside.add(f"{name} imports {target}")
+            elif top not in sys.stdlib_module_names and top not in CORE_THIRD_PARTY and top != "__future__":
+                outside.add(f"{name} imports {target}")
+    assert outside == set()
+    # app.ui.plot is geometry only: standard library.
+    plot = MODULES["app.ui.plot"]
+    assert {t.split(".")[0] for t in imported("app.ui.plot", plot)} <= set(sys.stdlib_module_names) | {
+        "__future__"
+    }

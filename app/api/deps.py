@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,15 +12,26 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth import service as auth_service
+from app.auth import sessions
 from app.auth.keys import Scope
 from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
 from app.config import Settings
 from app.errors import TooManyRequests, Unauthorized
 from app.infra.redis_client import RedisClient
-from app.matches.batch import BATCH_WRITERS
+from app.matches import group_commit
 from app.matches.group_commit import GroupCommit
+from app.matches.recording import Writers
 from app.queues.watch import TicketWatch
+
+# Batches one process has in its transactions at once. Batches of random players share some
+# (two of 1,000 2v2 matches over 100,000 players share about 160), so they wait on each
+# other's row locks, and a waiting batch holds the rows it locked before (one fixed order):
+# more in flight queue up behind one another, each holding locks the next needs, and stretch
+# the span from lock to commit with their own work. One at a time per process keeps one
+# batch's locks held only while it writes; the others check and prepare their items meanwhile
+# (bench/api_matches.py --batch 1000: docs/benchmarks.md, issue #23).
+BATCH_WRITERS = 1
 
 
 @dataclass
@@ -38,8 +48,8 @@ class Resources:
     tickets: TicketWatch = field(init=False)
     # Single match posts gather here into shared transactions (app.matches.group_commit).
     matches: GroupCommit = field(init=False)
-    # Batch posts take turns to write (app.matches.batch.BATCH_WRITERS).
-    batches: asyncio.Semaphore = field(init=False)
+    # Batch posts are recorded here, BATCH_WRITERS at a time.
+    batches: Writers = field(init=False)
 
     def __post_init__(self) -> None:
         self.limits = TokenBuckets(self.settings.rate_limit_per_s, self.settings.rate_limit_burst)
@@ -47,8 +57,9 @@ class Resources:
             self.settings.auth_failures_per_s, self.settings.auth_failure_burst, max_buckets=4096
         )
         self.tickets = TicketWatch(self.redis)
-        self.matches = GroupCommit(self.engine, self.sessions, self.settings.db_statement_timeout_ms)
-        self.batches = asyncio.Semaphore(BATCH_WRITERS)
+        writers = Writers(self.engine, self.sessions, self.settings, group_commit.WRITERS)
+        self.matches = GroupCommit(writers)
+        self.batches = Writers(self.engine, self.sessions, self.settings, BATCH_WRITERS)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`
@@ -133,8 +144,20 @@ async def authenticate(request: Request, res: Resources, presented: str | None, 
 
     Only failures count: a valid key is never held back by it, though it shares the address
     (a studio's backends behind one NAT)."""
+    return await _failures_counted(request, res, auth_service.authenticate(res.sessions, presented, scope))
+
+
+async def authenticate_session(
+    request: Request, res: Resources, session_id: str | None, scope: Scope
+) -> Principal:
+    """The key of an ops-page session holding `scope` (app.auth.sessions); a failure counts
+    as a failed key does."""
+    return await _failures_counted(request, res, sessions.signed_in(res.sessions, session_id, scope))
+
+
+async def _failures_counted(request: Request, res: Resources, check: Awaitable[Principal]) -> Principal:
     try:
-        return await auth_service.authenticate(res.sessions, presented, scope)
+        return await check
     except Unauthorized:
         wait = res.auth_failures.take(client_address(request, res.settings.trusted_proxies))
         if wait > 0:
@@ -146,8 +169,10 @@ async def authenticate(request: Request, res: Resources, presented: str | None, 
 
 
 async def authorize(request: Request, res: Resources, scope: Scope) -> Principal:
-    """The request's key if it holds `scope` and is within its request rate; else 401, 403
-    or 429. What `require` checks, for a route that runs below the dependency layer."""
+    """The request's key if it holds `scope`, is within its request rate and, for a route with a
+    `{mode}` in its path, may act on that mode; else 401, 403 or 429. What `require` checks, for
+    a route that runs below the dependency layer. A mode named in a body or query is checked by
+    its route, with the same auth_service.require_mode."""
     key = await authenticate(request, res, bearer_token(request), scope)
     request.state.api_key_id = key.key_id
     wait = res.limits.take(key.key_id)
@@ -155,7 +180,15 @@ async def authorize(request: Request, res: Resources, scope: Scope) -> Principal
         raise TooManyRequests(
             "this key is over its request rate; retry after the given seconds", headers=_retry_after(wait)
         )
+    check_path_mode(request, key)
     return key
+
+
+def check_path_mode(request: Request, key: Principal) -> None:
+    """403 when the route's `{mode}` path parameter names a mode outside the key's modes."""
+    mode = request.path_params.get("mode")
+    if mode is not None:
+        auth_service.require_mode(key, mode)
 
 
 def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
@@ -171,5 +204,8 @@ def require(scope: Scope) -> Callable[..., Awaitable[Principal]]:
 
 ReadKey = Annotated[Principal, Depends(require(Scope.read))]
 AdminKey = Annotated[Principal, Depends(require(Scope.admin))]
-ResultsKey = Annotated[Principal, Depends(require(Scope.results_write))]
+# The results:write check, also run by name where a route runs its dependencies itself
+# (app.api.matches, POST /v1/matches).
+results_key = require(Scope.results_write)
+ResultsKey = Annotated[Principal, Depends(results_key)]
 MatchmakingKey = Annotated[Principal, Depends(require(Scope.matchmaking))]

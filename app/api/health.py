@@ -7,24 +7,29 @@ import contextlib
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from app.api.deps import Resources, resources
 from app.api.problems import unavailable
 from app.queues import service as queues
+from app.schemas import Health, Readiness
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", operation_id="healthz")
-async def healthz() -> dict[str, str]:
+@router.get("/healthz", operation_id="healthz", response_model=Health)
+async def healthz() -> Health:
     """200 while the process lives."""
-    return {"status": "ok"}
+    return Health(status="ok")
 
 
-@router.get("/readyz", operation_id="readyz", responses={503: {"description": "A dependency is down"}})
+@router.get(
+    "/readyz",
+    operation_id="readyz",
+    response_model=Readiness,
+    responses={503: {"description": "A dependency is down"}},
+)
 async def readyz(request: Request, res: Annotated[Resources, Depends(resources)]) -> Response:
     """200 when PostgreSQL and Redis answer; 503 naming the one that does not."""
     failed: list[str] = []
@@ -46,14 +51,16 @@ async def readyz(request: Request, res: Annotated[Resources, Depends(resources)]
     await asyncio.gather(check_postgres(), check_redis())
     if failed:
         return unavailable(f"not ready: {', '.join(sorted(failed))} unavailable", request)
-    return JSONResponse({"status": "ready", "postgres": "ok", "redis": "ok"})
+    return Response(
+        Readiness(status="ready", postgres="ok", redis="ok").model_dump_json(), media_type="application/json"
+    )
 
 
 @router.get(
     "/metrics",
     operation_id="metrics",
     response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}},
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}},
 )
 async def metrics(res: Annotated[Resources, Depends(resources)]) -> Response:
     """Prometheus text format. Queue gauges are read now; if PostgreSQL or Redis does not

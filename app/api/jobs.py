@@ -39,7 +39,7 @@ async def submit_job(
 
 
 @router.get("/v1/jobs/{job_id}", operation_id="get_job", response_model=JobOut)
-async def get_job(job_id: Identifier, session: SessionDep, _: ReadKey) -> JobOut:
+async def get_job(job_id: Identifier, session: SessionDep, key: ReadKey) -> JobOut:
     """A job's status, progress (0..1), and result or failure reason (read scope: jobs are
-    ops data)."""
-    return await service.get(session, job_id)
+    ops data). For a key limited to modes, a job of another mode is a 404."""
+    return await service.get(session, job_id, key.modes)

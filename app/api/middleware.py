@@ -13,7 +13,7 @@ from prometheus_client import Counter, Histogram
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import title_of
+from app.api.problems import PROBLEM, problem_json
 from app.logs import request_id
 
 log = logging.getLogger("app.access")
@@ -126,7 +126,7 @@ class RequestBody:
       number out of the float range: 400 naming the problem.
 
     JSON bodies are buffered (they are small and already bounded) and checked with the
-    C decoder (checked_json, which app.api.match_posts runs on the bodies it answers itself).
+    C decoder (checked_json).
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -291,21 +291,13 @@ def _deepest_opening(brackets: str) -> int:
 
 
 async def _problem(scope: Scope, send: Send, status: int, detail: str) -> None:
-    body = json.dumps(
-        {
-            "type": "about:blank",
-            "title": title_of(status),
-            "status": status,
-            "detail": detail,
-            "instance": scope["path"],
-        }
-    ).encode()
+    body = problem_json(status, detail, scope["path"])
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"application/problem+json"),
+                (b"content-type", PROBLEM.encode()),
                 (b"content-length", str(len(body)).encode()),
             ],
         }

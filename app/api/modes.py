@@ -14,9 +14,9 @@ router = APIRouter(prefix="/v1/modes", tags=["modes"])
 
 
 @router.get("", operation_id="list_modes", response_model=ModeList)
-async def list_modes(session: SessionDep, _: ReadKey) -> ModeList:
-    """Every mode with its rating parameters."""
-    return ModeList(modes=[ModeOut.of(m) for m in await service.list_modes(session)])
+async def list_modes(session: SessionDep, key: ReadKey) -> ModeList:
+    """Every mode with its rating parameters (for a key limited to modes, those modes)."""
+    return ModeList(modes=[ModeOut.of(m) for m in await service.list_modes(session, key.modes)])
 
 
 @router.get("/{mode}", operation_id="get_mode", response_model=ModeDetail)

@@ -8,8 +8,8 @@ from typing import Any
 import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from fastapi.responses import Response
+from pydantic_core import to_json
 from redis.exceptions import RedisClusterException, RedisError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import AppError, ValidationFailed, title_of
 from app.infra.redis_client import closed_under_command
+from app.schemas import Problem
 
 log = logging.getLogger(__name__)
 
@@ -30,15 +31,23 @@ def problem(
     *,
     headers: dict[str, str] | None = None,
     errors: list[dict[str, Any]] | None = None,
-) -> JSONResponse:
-    body = problem_body(status, detail, request.url.path if request is not None else None, errors)
-    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM)
+) -> Response:
+    content = problem_json(status, detail, request.url.path if request is not None else None, errors)
+    return Response(content, status_code=status, headers=headers, media_type=PROBLEM)
+
+
+def problem_json(
+    status: int, detail: str, instance: str | None, errors: list[dict[str, Any]] | None = None
+) -> bytes:
+    """The one wire form of a problem answer: compact JSON (as every answer of the service),
+    whichever layer answers (a handler, the body-checking middleware)."""
+    return to_json(problem_body(status, detail, instance, errors))
 
 
 def problem_body(
     status: int, detail: str, instance: str | None, errors: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    """A problem's members (Problem below): the response body, or one item of a batch's answer."""
+    """A problem's members (app.schemas.Problem): the response body, or one item of a batch's answer."""
     body: dict[str, Any] = {
         "type": "about:blank",
         "title": title_of(status),
@@ -64,12 +73,12 @@ def validation_failed(errors: Any) -> ValidationFailed:
 RETRY_AFTER_S = 2
 
 
-def unavailable(detail: str, request: Request) -> JSONResponse:
+def unavailable(detail: str, request: Request) -> Response:
     """503 for a store that is down or whose connection was lost: worth a retry, after a pause."""
     return problem(503, detail, request, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
-def _database_problem(request: Request, error: BaseException | None, lost: bool) -> JSONResponse:
+def _database_problem(request: Request, error: BaseException | None, lost: bool) -> Response:
     """A database error as problem+json: a value PostgreSQL cannot hold is the client's input
     (422), a lost connection is worth a retry (503), anything else is ours (500)."""
     if isinstance(error, psycopg.DataError):
@@ -91,23 +100,26 @@ def _clean_errors(errors: Any) -> list[dict[str, Any]]:
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(AppError)
-    async def app_error(request: Request, exc: AppError) -> JSONResponse:
+    async def app_error(request: Request, exc: AppError) -> Response:
         return problem(exc.status, exc.detail, request, headers=exc.headers, errors=exc.errors)
 
     @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         failed = validation_failed(exc.errors())
         return problem(422, failed.detail, request, errors=failed.errors)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         detail: str = exc.detail if isinstance(exc.detail, str) else title_of(exc.status_code)
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"no route {request.method} {request.url.path}"
+        elif exc.status_code == 405 and detail == "Method Not Allowed":
+            allowed = (exc.headers or {}).get("Allow", "")
+            detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}"
         return problem(exc.status_code, detail, request, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(OperationalError)
-    async def database_down(request: Request, exc: OperationalError) -> JSONResponse:
+    async def database_down(request: Request, exc: OperationalError) -> Response:
         # The driver's error and its SQLSTATE tell a lost server from a statement timeout or a
         # deadlock; never the statement or its parameters (a player's id).
         orig = exc.orig
@@ -119,18 +131,18 @@ def install(app: FastAPI) -> None:
     # Every pooled connection busy for the pool's whole timeout: the service is overloaded,
     # and the request is worth a retry after a pause.
     @app.exception_handler(PoolTimeout)
-    async def pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
+    async def pool_exhausted(request: Request, exc: PoolTimeout) -> Response:
         log.warning("no database connection free within the pool timeout")
         return unavailable("the database is busy; retry shortly", request)
 
     @app.exception_handler(DBAPIError)
-    async def database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+    async def database_error(request: Request, exc: DBAPIError) -> Response:
         return _database_problem(request, exc.orig, exc.connection_invalidated)
 
     # The match hot path runs on a psycopg connection (app.matches.repository), so its
     # errors arrive unwrapped: the same answers.
     @app.exception_handler(psycopg.Error)
-    async def driver_error(request: Request, exc: psycopg.Error) -> JSONResponse:
+    async def driver_error(request: Request, exc: psycopg.Error) -> Response:
         return _database_problem(
             request, exc, isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
         )
@@ -139,7 +151,7 @@ def install(app: FastAPI) -> None:
     # over) is no RedisError: the same answer.
     @app.exception_handler(RedisError)
     @app.exception_handler(RedisClusterException)
-    async def redis_down(request: Request, exc: Exception) -> JSONResponse:
+    async def redis_down(request: Request, exc: Exception) -> Response:
         log.warning("redis unavailable: %s", exc.__class__.__name__)
         return unavailable("the queue store is unavailable; retry shortly", request)
 
@@ -149,29 +161,18 @@ def install(app: FastAPI) -> None:
     # server then drops the connection instead of sending the 503.
     @app.exception_handler(RuntimeError)
     @app.exception_handler(AttributeError)
-    async def closed_or_ours(request: Request, exc: Exception) -> JSONResponse:
+    async def closed_or_ours(request: Request, exc: Exception) -> Response:
         if closed_under_command(exc):
             return await redis_down(request, exc)
         log.error("unhandled error", exc_info=exc)
         return problem(500, "internal error", request)
 
     @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+    async def unexpected(request: Request, exc: Exception) -> Response:
         if closed_under_command(exc):
             return await redis_down(request, exc)
         log.exception("unhandled error")
         return problem(500, "internal error", request)
-
-
-class Problem(BaseModel):
-    """RFC 9457 problem details: every error the API answers."""
-
-    type: str = "about:blank"
-    title: str = Field(description="the status's name, the same for every answer of that status (RFC 9110)")
-    status: int
-    detail: str
-    instance: str | None = None
-    errors: list[dict[str, Any]] | None = Field(None, description="per-field validation errors (422)")
 
 
 _KEYED = {
@@ -197,6 +198,15 @@ _WITH_BODY = {
 }
 
 
+# Statuses answered with a Retry-After (whole seconds): worth sending again after it.
+_RETRIED = ("429", "503")
+_RETRY_AFTER = {
+    "description": "seconds to wait before sending the request again",
+    "required": True,
+    "schema": {"type": "integer", "minimum": 0},
+}
+
+
 def document(app: FastAPI) -> None:
     """Declare the problem+json errors on every operation of the OpenAPI document."""
 
@@ -205,7 +215,11 @@ def document(app: FastAPI) -> None:
             return app.openapi_schema
         schema = FastAPI.openapi(app)  # builds and caches the plain document; amended in place
         components = schema.setdefault("components", {}).setdefault("schemas", {})
-        components["Problem"] = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+        # Problem and FieldError, unless a schema that embeds them (BatchItemOut) brought them.
+        problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, definition in problem.pop("$defs", {}).items():
+            components.setdefault(name, definition)
+        components.setdefault("Problem", problem)
         for path, item in schema["paths"].items():
             for operation in item.values():
                 statuses: dict[str, str] = {}
@@ -225,6 +239,8 @@ def document(app: FastAPI) -> None:
                 for status, response in responses.items():
                     if status[0] in "45" and "content" not in response:
                         response["content"] = {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+                    if status in _RETRIED:
+                        response["headers"] = {"Retry-After": _RETRY_AFTER}
         for unused in ("HTTPValidationError", "ValidationError"):
             components.pop(unused, None)
         return schema

@@ -1,8 +1,10 @@
 """The ops page: server-rendered HTML for people with a `read` key.
 
-A browser cannot send a bearer header, so signing in puts the key in an HTTP-only,
-SameSite=Strict cookie scoped to /ui; `Authorization: Bearer` works too. The pages only
-read, and are left out of the OpenAPI document.
+A browser cannot send a bearer header, so signing in opens a server-side session
+(app.auth.sessions) whose random id, never the key, goes in an HTTP-only, SameSite=Strict
+cookie scoped to /ui, expiring with the session (UI_SESSION_S). Signing out ends the session;
+revoking the key ends all of its sessions. `Authorization: Bearer` works too. A key limited to
+modes sees those modes only. The pages only read, and are left out of the OpenAPI document.
 """
 
 from __future__ import annotations
@@ -14,20 +16,35 @@ from urllib.parse import parse_qs, quote
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import RedisDep, Resources, ResourcesDep, SessionDep, authenticate, bearer_token
+from app.api.deps import (
+    RedisDep,
+    Resources,
+    ResourcesDep,
+    SessionDep,
+    authenticate,
+    authenticate_session,
+    bearer_token,
+    check_path_mode,
+)
+from app.auth import sessions
 from app.auth.keys import Scope
+from app.auth.service import Principal, require_mode
 from app.errors import AppError, Unauthorized
 from app.ui import pages
 from app.ui.render import page
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
-COOKIE = "skill_ui_key"
+COOKIE = "skill_ui_session"
 MAX_LOGIN_FORM = 4096
 
 
-def _presented(request: Request) -> str | None:
-    return bearer_token(request) or request.cookies.get(COOKIE) or None
+async def _signed_in_key(request: Request, res: Resources) -> Principal:
+    """The key of the request's bearer header, else of its session cookie."""
+    presented = bearer_token(request)
+    if presented is not None:
+        return await authenticate(request, res, presented, Scope.read)
+    return await authenticate_session(request, res, request.cookies.get(COOKIE), Scope.read)
 
 
 def _to_login() -> RedirectResponse:
@@ -42,19 +59,24 @@ async def _signed_in_page(
     request: Request,
     res: Resources,
     template: str,
-    build: Callable[[], Awaitable[dict[str, Any]]],
+    build: Callable[[Principal], Awaitable[dict[str, Any]]],
+    mode: str | None = None,
 ) -> Response:
-    """`template` filled by `build` for a request holding a read key; else the sign-in
-    redirect, or an error page (403, 429, or what building the page raised)."""
+    """`template` filled by `build(key)` for a request holding a read key that may act on the
+    page's mode (its `{mode}` path parameter, or `mode`); else the sign-in redirect, or an
+    error page (403, 429, or what building the page raised)."""
     try:
-        key = await authenticate(request, res, _presented(request), Scope.read)
+        key = await _signed_in_key(request, res)
     except Unauthorized:
         return _to_login()
     except AppError as exc:
         return _error(exc)
     request.state.api_key_id = key.key_id
     try:
-        return page(template, **await build())
+        check_path_mode(request, key)
+        if mode is not None:
+            require_mode(key, mode)
+        return page(template, **await build(key))
     except AppError as exc:
         return _error(exc)
 
@@ -65,7 +87,7 @@ async def login_form() -> HTMLResponse:
 
 
 @router.post("/login")
-async def login(request: Request, res: ResourcesDep) -> Response:
+async def login(request: Request, res: ResourcesDep, session: SessionDep) -> Response:
     body = await request.body()
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/x-www-form-urlencoded" or len(body) > MAX_LOGIN_FORM:
@@ -75,21 +97,30 @@ async def login(request: Request, res: ResourcesDep) -> Response:
     except (UnicodeDecodeError, ValueError):
         return page("login.html", 400, signed_in=False, message="The form is not valid UTF-8.")
     try:
-        await authenticate(request, res, key, Scope.read)
+        principal = await authenticate(request, res, key, Scope.read)
     except AppError as exc:
         login_page = page("login.html", exc.status, signed_in=False, message=exc.detail)
         if "Retry-After" in exc.headers:  # a 429: too many failed sign-ins from this address
             login_page.headers["Retry-After"] = exc.headers["Retry-After"]
         return login_page
+    seconds = res.settings.ui_session_s
+    session_id = await sessions.sign_in(session, principal, seconds)
     response = RedirectResponse("/ui", status_code=303)
     response.set_cookie(
-        COOKIE, key, httponly=True, samesite="strict", path="/ui", secure=request.url.scheme == "https"
+        COOKIE,
+        session_id,
+        max_age=seconds,
+        httponly=True,
+        samesite="strict",
+        path="/ui",
+        secure=request.url.scheme == "https",
     )
     return response
 
 
 @router.post("/logout")
-async def logout() -> Response:
+async def logout(request: Request, session: SessionDep) -> Response:
+    await sessions.sign_out(session, request.cookies.get(COOKIE))
     response = _to_login()
     response.delete_cookie(COOKIE, path="/ui")
     return response
@@ -97,7 +128,7 @@ async def logout() -> Response:
 
 @router.get("")
 async def modes(request: Request, session: SessionDep, redis: RedisDep, res: ResourcesDep) -> Response:
-    build = lambda: pages.modes_page(session, redis)  # noqa: E731
+    build = lambda key: pages.modes_page(session, redis, key.modes)  # noqa: E731
     return await _signed_in_page(request, res, "modes.html", build)
 
 
@@ -111,7 +142,7 @@ async def leaderboard(
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     season: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response:
-    build = lambda: pages.leaderboard_page(session, redis, mode, cursor, season)  # noqa: E731
+    build = lambda key: pages.leaderboard_page(session, redis, mode, cursor, season)  # noqa: E731
     return await _signed_in_page(request, res, "leaderboard.html", build)
 
 
@@ -132,5 +163,5 @@ async def player(
     res: ResourcesDep,
     mode: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response:
-    build = lambda: pages.player_page(session, player_id, mode)  # noqa: E731
-    return await _signed_in_page(request, res, "player.html", build)
+    build = lambda key: pages.player_page(session, player_id, mode, key.modes)  # noqa: E731
+    return await _signed_in_page(request, res, "player.html", build, mode)

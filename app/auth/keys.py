@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from enum import StrEnum
+
+from app.ids import MODE_PATTERN
 
 PREFIX = "ssk"
 
@@ -32,6 +35,18 @@ def parse_scopes(text: str) -> list[Scope]:
             f"unknown scopes {unknown}; choose from {sorted(known)}" if unknown else "give at least one scope"
         )
     return [Scope(n) for n in names]
+
+
+def parse_modes(text: str) -> list[str]:
+    """'fps-*,chess' -> ['fps-*', 'chess']: mode names, or prefixes ending in `*`. ValueError
+    names what is not one."""
+    patterns = [part.strip() for part in text.split(",") if part.strip()]
+    wrong = [p for p in patterns if not re.fullmatch(MODE_PATTERN, p)]
+    if wrong or not patterns:
+        raise ValueError(
+            f"not mode names or prefixes ending in '*': {wrong}" if wrong else "give at least one mode"
+        )
+    return patterns
 
 
 def hash_key(key: str) -> str:

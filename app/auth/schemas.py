@@ -7,6 +7,12 @@ import datetime as dt
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.auth.keys import Scope
+from app.ids import ModePattern
+
+MODES = (
+    "The modes the key is limited to: names, and prefixes ending in `*` (`fps-*` is every mode "
+    "whose name starts with `fps-`). Omitted or null: every mode."
+)
 
 
 class KeyCreate(BaseModel):
@@ -14,6 +20,7 @@ class KeyCreate(BaseModel):
 
     name: str = Field(min_length=1, max_length=128)
     scopes: list[Scope] = Field(min_length=1, max_length=4)
+    modes: list[ModePattern] | None = Field(None, min_length=1, max_length=64, description=MODES)
 
 
 class KeyCreated(BaseModel):
@@ -21,6 +28,7 @@ class KeyCreated(BaseModel):
     key: str = Field(description="Shown once; only its hash is stored")
     name: str
     scopes: list[Scope]
+    modes: list[str] | None = Field(description=MODES)
 
 
 class KeyInfo(BaseModel):
@@ -29,6 +37,7 @@ class KeyInfo(BaseModel):
     id: str
     name: str
     scopes: list[Scope]
+    modes: list[str] | None = Field(description=MODES)
     created_at: dt.datetime
     revoked_at: dt.datetime | None
 

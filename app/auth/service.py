@@ -1,4 +1,5 @@
-"""Use cases for API keys: create, list, revoke, authenticate, bootstrap."""
+"""Use cases for API keys: create, list, revoke, authenticate, bootstrap; and the one check of
+a key's modes (`require_mode`), which every route acting on a mode goes through."""
 
 from __future__ import annotations
 
@@ -12,15 +13,30 @@ from app.auth import keys, repository
 from app.auth.keys import Scope
 from app.db.models import ApiKey
 from app.errors import Forbidden, NotFound, Unauthorized
+from app.ids import EVERY_MODE, ModeScope
 
 
-async def create_key(session: AsyncSession, name: str, scopes: list[Scope]) -> tuple[ApiKey, str]:
+async def create_key(
+    session: AsyncSession,
+    name: str,
+    scopes: list[Scope],
+    modes: list[str] | None = None,
+    within: ModeScope = EVERY_MODE,
+) -> tuple[ApiKey, str]:
+    """A new key limited to `modes` (None: every mode). A key made by a key limited to modes
+    (`within`) must stay within them: 403 otherwise, a key for every mode included."""
+    if not within.covers(ModeScope(modes)):
+        raise Forbidden(
+            f"this key is limited to the modes {list(within.patterns or ())}: "
+            "the keys it creates must name modes within them (modes)"
+        )
     key_id, key = keys.new_key()
     row = ApiKey(
         id=key_id,
         name=name,
         key_hash=keys.hash_key(key),
         scopes=[s.value for s in scopes],
+        modes=modes,
         created_at=dt.datetime.now(dt.UTC),
     )
     session.add(row)
@@ -28,23 +44,53 @@ async def create_key(session: AsyncSession, name: str, scopes: list[Scope]) -> t
     return row, key
 
 
-async def list_keys(session: AsyncSession) -> list[ApiKey]:
-    return await repository.list_all(session)
+async def list_keys(session: AsyncSession, within: ModeScope = EVERY_MODE) -> list[ApiKey]:
+    """Every key, or for a key limited to modes (`within`) the keys within them."""
+    return [row for row in await repository.list_all(session) if within.covers(ModeScope(row.modes))]
 
 
-async def revoke_key(session: AsyncSession, key_id: str) -> None:
-    if not await repository.revoke(session, key_id):
+async def revoke_key(session: AsyncSession, key_id: str, within: ModeScope = EVERY_MODE) -> None:
+    """Revoke a key and end its ops-page sessions. A key limited to modes (`within`) revokes
+    only keys within them; others are not found, as in its list."""
+    row = await repository.get(session, key_id)
+    if row is None or not within.covers(ModeScope(row.modes)) or not await repository.revoke(session, key_id):
         raise NotFound(f"no active key {key_id!r}")
+    await repository.end_sessions_of(session, key_id)
     _known.pop(key_id, None)
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """An authenticated key: its id and scopes."""
+    """An authenticated key: its id, scopes and the modes it may act on."""
 
     key_id: str
     key_hash: str
     scopes: frozenset[str]
+    modes: ModeScope = EVERY_MODE
+
+
+def mode_refused(key: Principal, mode: str) -> Forbidden | None:
+    """The 403 for `key` acting on `mode` outside its modes, else None. The one check of a key's
+    modes: require_mode raises it; a batch makes it one item's outcome."""
+    if key.modes.allows(mode):
+        return None
+    return Forbidden(
+        f"this key is limited to the modes {list(key.modes.patterns or ())}; {mode!r} is not one"
+    )
+
+
+def require_mode(key: Principal, mode: str) -> None:
+    """403 unless `key` may act on `mode`."""
+    if (refused := mode_refused(key, mode)) is not None:
+        raise refused
+
+
+def require_every_mode(key: Principal, action: str) -> None:
+    """403 for a key limited to modes, for what acts on every mode at once (`action`)."""
+    if key.modes.limited:
+        raise Forbidden(
+            f"{action} acts on every mode: this key is limited to {list(key.modes.patterns or ())}"
+        )
 
 
 # Key lookups are cached per process for a few seconds, so a request costs no key query. A
@@ -80,7 +126,7 @@ async def _principal(sessions: async_sessionmaker[AsyncSession], key_id: str) ->
     if row is None or row.revoked_at is not None:
         _unknown[key_id] = True
         return None
-    principal = Principal(row.id, row.key_hash, frozenset(row.scopes))
+    principal = Principal(row.id, row.key_hash, frozenset(row.scopes), ModeScope(row.modes))
     _known[key_id] = principal
     return principal
 
@@ -95,6 +141,20 @@ async def authenticate(
     principal = await _principal(sessions, key_id)
     if principal is None or not keys.matches(principal.key_hash, presented):
         raise Unauthorized("unknown or revoked API key")
+    return holding(principal, needed)
+
+
+async def key_of_session(sessions: async_sessionmaker[AsyncSession], key_id: str, needed: Scope) -> Principal:
+    """The active key an ops-page session was signed in with (app.auth.sessions found its id),
+    if it holds `needed`."""
+    principal = await _principal(sessions, key_id)
+    if principal is None:
+        raise Unauthorized("the key of this session was revoked; sign in again")
+    return holding(principal, needed)
+
+
+def holding(principal: Principal, needed: Scope) -> Principal:
+    """`principal` if it holds `needed` (admin holds every scope), else 403."""
     if needed.value not in principal.scopes and Scope.admin.value not in principal.scopes:
         raise Forbidden(f"this key lacks the {needed.value!r} scope")
     return principal

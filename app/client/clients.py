@@ -13,6 +13,7 @@ from app.client.operations import Operations
 from app.client.retry import Retries, RetryPolicy
 
 T = TypeVar("T")
+JSON_BODY = {"Content-Type": "application/json"}
 
 
 def _http_options(base_url: str, api_key: str, timeout: float) -> dict[str, Any]:
@@ -30,7 +31,8 @@ def _request(retries: Retries, call: Call[Any]) -> dict[str, Any]:
         "method": call.method,
         "url": call.url,
         "params": call.query,
-        "json": call.request.json,
+        "content": call.content,
+        "headers": None if call.content is None else JSON_BODY,
         "timeout": call.timeout,
     }
 

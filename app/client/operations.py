@@ -8,7 +8,7 @@ of it. Errors raise ApiError carrying the problem+json.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -18,7 +18,7 @@ from app.jobs.schemas import JobAccepted, JobOut
 from app.leaderboards.schemas import LeaderboardPage, Standing
 from app.lobbies.schemas import BalanceIn, BalanceOut, EvaluateIn, EvaluateOut
 from app.matches.schemas import BatchOut, MatchIn, MatchOut
-from app.modes.schemas import ModeChanged, ModeDetail, ModeList, ModeOut
+from app.modes.schemas import ModeChanged, ModeDetail, ModeList, ModeOut, Reset
 from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut
 from app.queues.schemas import (
     MatchmakeOut,
@@ -29,6 +29,7 @@ from app.queues.schemas import (
     TicketIn,
     TicketOut,
 )
+from app.schemas import Health, Readiness
 
 
 def _modes(response: httpx.Response) -> list[ModeOut]:
@@ -37,11 +38,6 @@ def _modes(response: httpx.Response) -> list[ModeOut]:
 
 def _keys(response: httpx.Response) -> list[KeyInfo]:
     return KeyList.model_validate_json(response.content).keys
-
-
-def _json(response: httpx.Response) -> dict[str, Any]:
-    found: dict[str, Any] = response.json()
-    return found
 
 
 def _text(response: httpx.Response) -> str:
@@ -56,71 +52,72 @@ class Operations:
     # Repeatable: the service applies each match_id once and answers a repeat with 200 and
     # the stored result, so a post whose answer was lost is safe to send again.
     @operation("POST", "/v1/matches", model(MatchOut), repeatable=True)
-    def post_match(self, match: MatchIn | dict[str, Any]) -> Request:
+    def post_match(self, match: MatchIn | dict[str, Any]) -> Request[MatchOut]:
         """Rate a finished match, exactly once per match_id (`created` is false on a repeat)."""
         return Request(json=body(match))
 
     # Repeatable for the same reason: each item of a repeat answers 200 (or its 409/422) again.
     @operation("POST", "/v1/matches/batch", model(BatchOut), repeatable=True)
-    def post_matches_batch(self, matches: Iterable[MatchIn | dict[str, Any]]) -> Request:
+    def post_matches_batch(self, matches: Iterable[MatchIn | dict[str, Any]]) -> Request[BatchOut]:
         """Rate up to 1,000 matches in one transaction, in order; each item has its own
         status (201, 200, 409 or 422) with the match or the problem."""
         return Request(json={"matches": [body(match) for match in matches]})
 
     @operation("GET", "/v1/matches/{match_id}", model(MatchOut))
-    def get_match(self, match_id: str) -> Request:
+    def get_match(self, match_id: str) -> Request[MatchOut]:
         """The stored result of a match."""
         return Request({"match_id": match_id})
 
     # Repeatable: voiding a void match answers as the first void did.
     @operation("POST", "/v1/matches/{match_id}/void", model(MatchOut), repeatable=True)
-    def void_match(self, match_id: str) -> Request:
+    def void_match(self, match_id: str) -> Request[MatchOut]:
         """Mark a match void (admin); the next replay job corrects the ratings."""
         return Request({"match_id": match_id})
 
     # --- players (read; rating overrides are admin) ---
 
     @operation("GET", "/v1/players/{player_id}", model(PlayerOut))
-    def get_player(self, player_id: str) -> Request:
+    def get_player(self, player_id: str) -> Request[PlayerOut]:
         """A player's rating and counters in every mode."""
         return Request({"player_id": player_id})
 
     @operation("GET", "/v1/players/{player_id}/matches", model(PlayerMatches))
     def player_matches(
         self, player_id: str, mode: str | None = None, limit: int = 50, cursor: str | None = None
-    ) -> Request:
+    ) -> Request[PlayerMatches]:
         """The player's matches, most recent first; pass `next_cursor` back for the next page."""
         return Request({"player_id": player_id}, {"mode": mode, "limit": limit, "cursor": cursor})
 
     @operation("GET", "/v1/players/{player_id}/learning-curve", model(LearningCurve))
-    def get_learning_curve(self, player_id: str, mode: str = "default") -> Request:
-        """Online ratings after each match, and the last smooth job's curve."""
+    def get_learning_curve(self, player_id: str, mode: str | None = None) -> Request[LearningCurve]:
+        """Online ratings after each match, and the last smooth job's curve; without `mode`, in
+        the only mode the player is rated in (ApiError 422 naming them when several)."""
         return Request({"player_id": player_id}, {"mode": mode})
 
     @operation("PUT", "/v1/players/{player_id}/ratings/{mode}", model(PlayerOut))
-    def set_rating(self, player_id: str, mode: str, mu: float, sigma: float) -> Request:
+    def set_rating(self, player_id: str, mode: str, mu: float, sigma: float) -> Request[PlayerOut]:
         """Seed or override a rating (admin)."""
         return Request({"player_id": player_id, "mode": mode}, json={"mu": mu, "sigma": sigma})
 
     @operation("DELETE", "/v1/players/{player_id}", no_content)
-    def delete_player(self, player_id: str) -> Request:
+    def delete_player(self, player_id: str) -> Request[None]:
         """Erase a player (admin): ratings, curves and tickets go, history names a pseudonym."""
         return Request({"player_id": player_id})
 
     # --- modes (read; writes are admin) ---
 
     @operation("GET", "/v1/modes", _modes)
-    def list_modes(self) -> Request:
+    def list_modes(self) -> Request[list[ModeOut]]:
         """Every mode with its parameters."""
         return Request()
 
     @operation("GET", "/v1/modes/{mode}", model(ModeDetail))
-    def get_mode(self, name: str) -> Request:
+    def get_mode(self, name: str) -> Request[ModeDetail]:
         """One mode, with its current season and the past ones."""
         return Request({"mode": name})
 
     @operation("PUT", "/v1/modes/{mode}", model(ModeChanged))
-    def put_mode(self, /, name: str, **params: Any) -> Request:
+    def put_mode(self, /, name: str, **params: Any) -> Request[ModeChanged]:
         """Create a mode or change some of its parameters (admin); `replay_recommended` says
         when stored ratings now differ from what the parameters would give."""
         return Request({"mode": name}, json=params)
@@ -128,12 +125,12 @@ class Operations:
     # --- lobbies (matchmaking); pure computations, so repeatable ---
 
     @operation("POST", "/v1/lobbies/evaluate", model(EvaluateOut), repeatable=True)
-    def evaluate_lobby(self, lobby: EvaluateIn | dict[str, Any]) -> Request:
+    def evaluate_lobby(self, lobby: EvaluateIn | dict[str, Any]) -> Request[EvaluateOut]:
         """Draw quality and win probabilities of a proposed lobby."""
         return Request(json=body(lobby))
 
     @operation("POST", "/v1/lobbies/balance", model(BalanceOut), repeatable=True)
-    def balance_lobby(self, lobby: BalanceIn | dict[str, Any]) -> Request:
+    def balance_lobby(self, lobby: BalanceIn | dict[str, Any]) -> Request[BalanceOut]:
         """The fairest split of players into teams, parties kept together."""
         return Request(json=body(lobby))
 
@@ -142,17 +139,19 @@ class Operations:
     # or claimed matches, which a second send would not return.
 
     @operation("POST", "/v1/queues/{mode}/tickets", model(TicketCreated), repeatable=False)
-    def create_ticket(self, mode: str, ticket: TicketIn | dict[str, Any]) -> Request:
+    def create_ticket(self, mode: str, ticket: TicketIn | dict[str, Any]) -> Request[TicketCreated]:
         """Queue a player or a party (409 while one of them holds an active ticket)."""
         return Request({"mode": mode}, json=body(ticket))
 
     @operation("POST", "/v1/queues/{mode}/tickets/batch", model(TicketBatchOut), repeatable=False)
-    def create_tickets(self, mode: str, tickets: Iterable[TicketIn | dict[str, Any]]) -> Request:
+    def create_tickets(
+        self, mode: str, tickets: Iterable[TicketIn | dict[str, Any]]
+    ) -> Request[TicketBatchOut]:
         """Queue up to 1,000 tickets; each has its own outcome (queued or rejected)."""
         return Request({"mode": mode}, json={"tickets": [body(ticket) for ticket in tickets]})
 
     @operation("GET", "/v1/queues/{mode}/tickets/{ticket_id}", model(TicketOut))
-    def get_ticket(self, mode: str, ticket_id: str, wait: float | None = None) -> Request:
+    def get_ticket(self, mode: str, ticket_id: str, wait: float | None = None) -> Request[TicketOut]:
         """A ticket's status and, once matched, its match. With `wait` (seconds, at most 60) a
         long-poll: answered as soon as the ticket leaves `queued`, or after `wait` as it is."""
         if wait is None:
@@ -161,31 +160,33 @@ class Operations:
         return Request({"mode": mode, "ticket_id": ticket_id}, {"wait": wait}, timeout=wait + 10.0)
 
     @operation("GET", "/v1/queues/{mode}/players/{player_id}/ticket", model(TicketOut))
-    def get_player_ticket(self, mode: str, player_id: str) -> Request:
+    def get_player_ticket(self, mode: str, player_id: str) -> Request[TicketOut]:
         """The player's active ticket (queued, or matched in a proposal that stands); 404 if none."""
         return Request({"mode": mode, "player_id": player_id})
 
     @operation(
         "POST", "/v1/queues/{mode}/proposals/{proposal_id}/requeue", model(RequeueOut), repeatable=False
     )
-    def requeue_proposal(self, mode: str, proposal_id: str, cancel: Sequence[str] = ()) -> Request:
+    def requeue_proposal(
+        self, mode: str, proposal_id: str, cancel: Sequence[str] = ()
+    ) -> Request[RequeueOut]:
         """A proposal fell through: cancel the listed tickets, put the others back with their
         original wait (409 when already requeued, so a lost answer is not resent)."""
         return Request({"mode": mode, "proposal_id": proposal_id}, json={"cancel": list(cancel)})
 
     @operation("DELETE", "/v1/queues/{mode}/tickets/{ticket_id}", no_content)
-    def cancel_ticket(self, mode: str, ticket_id: str) -> Request:
+    def cancel_ticket(self, mode: str, ticket_id: str) -> Request[None]:
         """Leave the queue (409 once matched)."""
         return Request({"mode": mode, "ticket_id": ticket_id})
 
     @operation("POST", "/v1/queues/{mode}/matchmake", model(MatchmakeOut), repeatable=False)
-    def matchmake(self, mode: str, max_matches: int | None = None) -> Request:
+    def matchmake(self, mode: str, max_matches: int | None = None) -> Request[MatchmakeOut]:
         """Form and claim up to `max_matches` matches (default: the service's), best draw
         quality first."""
         return Request({"mode": mode}, json=None if max_matches is None else {"max_matches": max_matches})
 
     @operation("GET", "/v1/queues/{mode}", model(QueueStats))
-    def queue_stats(self, mode: str) -> Request:
+    def queue_stats(self, mode: str) -> Request[QueueStats]:
         """Waiting tickets and players, and the longest wait."""
         return Request({"mode": mode})
 
@@ -194,7 +195,7 @@ class Operations:
     @operation("GET", "/v1/leaderboards/{mode}", model(LeaderboardPage))
     def get_leaderboard(
         self, mode: str, limit: int = 50, cursor: str | None = None, season: str | None = None
-    ) -> Request:
+    ) -> Request[LeaderboardPage]:
         """A page of the leaderboard (of an ended `season`: as it stood at the switch); pass
         `next_cursor` back for the next page."""
         return Request({"mode": mode}, {"limit": limit, "cursor": cursor, "season": season})
@@ -202,7 +203,7 @@ class Operations:
     @operation("GET", "/v1/leaderboards/{mode}/players/{player_id}", model(Standing))
     def get_leaderboard_standing(
         self, mode: str, player_id: str, around: int = 5, season: str | None = None
-    ) -> Request:
+    ) -> Request[Standing]:
         """A player's exact rank, percentile and `around` neighbours each side (in an ended
         `season`: as they stood at the switch)."""
         return Request({"mode": mode, "player_id": player_id}, {"around": around, "season": season})
@@ -210,51 +211,58 @@ class Operations:
     # --- history jobs (admin submits, read follows) ---
 
     @operation("POST", "/v1/modes/{mode}/jobs", model(JobAccepted), repeatable=False)
-    def submit_job(self, /, mode: str, kind: str = "replay", **options: Any) -> Request:
+    def submit_job(
+        self, /, mode: str, kind: Literal["replay", "smooth"] = "replay", **options: Any
+    ) -> Request[JobAccepted]:
         """Queue a `replay` or a `smooth` job (options: gamma, sigma, iterations, epsilon)."""
         return Request({"mode": mode}, json={"kind": kind, **options})
 
     @operation("POST", "/v1/modes/{mode}/seasons", model(JobAccepted), repeatable=False)
-    def start_season(self, /, mode: str, name: str, reset: str, **factors: float) -> Request:
+    def start_season(self, /, mode: str, name: str, reset: Reset, **factors: float) -> Request[JobAccepted]:
         """Archive the current season and start `name` with a `hard`, `soft` (factors: pull,
         widen) or `none` reset (admin); follow the job with get_job."""
         return Request({"mode": mode}, json={"name": name, "reset": reset, **factors})
 
     @operation("GET", "/v1/jobs/{job_id}", model(JobOut))
-    def get_job(self, job_id: str) -> Request:
+    def get_job(self, job_id: str) -> Request[JobOut]:
         """A job's status, progress and result or failure."""
         return Request({"job_id": job_id})
 
     # --- API keys (admin) ---
 
     @operation("POST", "/v1/keys", model(KeyCreated), repeatable=False)
-    def create_key(self, name: str, scopes: Sequence[str]) -> Request:
-        """A new key; its secret is in this answer only."""
-        return Request(json={"name": name, "scopes": list(scopes)})
+    def create_key(
+        self, name: str, scopes: Sequence[str], modes: Sequence[str] | None = None
+    ) -> Request[KeyCreated]:
+        """A new key, for every mode or only `modes` (names, and prefixes ending in `*`); its
+        secret is in this answer only."""
+        return Request(
+            json={"name": name, "scopes": list(scopes), "modes": None if modes is None else list(modes)}
+        )
 
     @operation("GET", "/v1/keys", _keys)
-    def list_keys(self) -> Request:
-        """Every key, without secrets."""
+    def list_keys(self) -> Request[list[KeyInfo]]:
+        """Every key (for an admin key limited to modes, the keys within them), without secrets."""
         return Request()
 
     @operation("DELETE", "/v1/keys/{key_id}", no_content)
-    def revoke_key(self, key_id: str) -> Request:
+    def revoke_key(self, key_id: str) -> Request[None]:
         """Revoke a key; it stops working at once."""
         return Request({"key_id": key_id})
 
     # --- operations (no key needed) ---
 
-    @operation("GET", "/healthz", _json)
-    def healthz(self) -> Request:
+    @operation("GET", "/healthz", model(Health))
+    def healthz(self) -> Request[Health]:
         """200 while the process lives."""
         return Request()
 
-    @operation("GET", "/readyz", _json)
-    def readyz(self) -> Request:
+    @operation("GET", "/readyz", model(Readiness))
+    def readyz(self) -> Request[Readiness]:
         """PostgreSQL and Redis both answer (ApiError 503 naming the one that does not)."""
         return Request()
 
     @operation("GET", "/metrics", _text)
-    def metrics(self) -> Request:
+    def metrics(self) -> Request[str]:
         """The Prometheus text exposition."""
         return Request()

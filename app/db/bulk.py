@@ -33,6 +33,9 @@ _TRAILER = b"\xff\xff"
 _WIDTHS = {"int4": ">i4", "int8": ">i8", "float8": ">f8"}
 _KINDS = {np.dtype(np.int32): "int4", np.dtype(np.int64): "int8", np.dtype(np.float64): "float8"}
 _OIDS = {"int4": 23, "int8": 20, "float8": 701}
+# An element of the binary array form, per type: its length, then its value (built once: a
+# structured dtype costs more to make than a short column costs to fill).
+_ELEMENTS = {kind: np.dtype([("length", ">i4"), ("value", width)]) for kind, width in _WIDTHS.items()}
 
 
 async def driver(session: AsyncSession) -> psycopg.AsyncConnection[Any]:
@@ -123,13 +126,15 @@ def column_param(values: npt.NDArray[Any]) -> ColumnParam:
     """The binary array form: a header (one dimension, no nulls, the element type, the
     length, lower bound 1), then per element a 32-bit length and the value, big-endian. One
     structured NumPy array, so thousands of values cross with no text (and no Python object)
-    per value; a 1,000-match batch's numbers took 11% of its worker CPU as array literals."""
+    per value: as array literals, a large batch's numbers cost a good part of its worker's CPU
+    (docs/benchmarks.md, issue #23)."""
     kind = _KINDS[values.dtype]
-    element, width = _OIDS[kind], _WIDTHS[kind]
+    element = _OIDS[kind]
     if not len(values):
         return ColumnParam(struct.pack("!iii", 0, 0, element))
-    items = np.empty(len(values), dtype=[("length", ">i4"), ("value", width)])
-    items["length"] = np.dtype(width).itemsize
+    item = _ELEMENTS[kind]
+    items = np.empty(len(values), dtype=item)
+    items["length"] = item["value"].itemsize
     items["value"] = values
     return ColumnParam(struct.pack("!iiiii", 1, 0, element, len(values), 1) + items.tobytes())
 

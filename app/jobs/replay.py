@@ -4,7 +4,8 @@ Every non-void match is rated again in played_at order (then recording order), e
 starting from their seed (an admin override) or the mode's prior. The rating is
 app/rating/levels.py's: the matches cut into levels (a match's level is one past the levels
 of its players' previous matches), two-team levels through the NumPy batch path, every other
-match through `rate_match` on its own; POST /v1/matches/batch rates a batch the same way.
+match through `rate_match` on its own; the match pipeline (app.matches.recording) rates every
+group of posted matches the same way.
 
 The whole history is held as flat arrays (`ReplayMatches`): one row per match, one per
 participant, players by index; nothing holds a Python object per match until the stored
@@ -21,7 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from app.ids import is_pseudonym
-from app.matches.service import response_json
+from app.matches.responses import RatedEntries, response_data
+from app.matches.schemas import wire_json
 from app.rating import TrueSkill
 from app.rating.levels import Matches, rate_levels
 
@@ -150,33 +152,32 @@ def instant(us: int) -> dt.datetime:
 
 def responses(mode: str, k: float, history: ReplayMatches, rated: Rated) -> list[tuple[int, float, str]]:
     """(match pk, quality, stored response) of every rated match, in replay order."""
-    names, player, team = history.names, history.entries.player.tolist(), history.entries.team.tolist()
-    b_mu, b_sigma = rated.before_mu.tolist(), rated.before_sigma.tolist()
-    a_mu, a_sigma = rated.after_mu.tolist(), rated.after_sigma.tolist()
-    bounds = history.entries.start.tolist()
-    moments: dict[int, str] = {}
-    out = []
-    for i, (pk, match_id, us, quality, done) in enumerate(
-        zip(
-            history.pks.tolist(),
-            history.match_ids,
-            history.played_us.tolist(),
-            rated.quality.tolist(),
-            rated.rated.tolist(),
-            strict=True,
+    moments: dict[int, dt.datetime] = {}
+    played_at = [moments.get(us) or moments.setdefault(us, instant(us)) for us in history.played_us.tolist()]
+    count = history.matches
+    built = response_data(
+        RatedEntries(
+            match_id=history.match_ids,
+            mode=[mode] * count,
+            played_at=played_at,
+            quality=rated.quality.tolist(),
+            conservative_k=[k] * count,
+            start=history.entries.start.tolist(),
+            player_id=[history.names[p] for p in history.entries.player.tolist()],
+            team=history.entries.team.tolist(),
+            before_mu=rated.before_mu,
+            before_sigma=rated.before_sigma,
+            after_mu=rated.after_mu,
+            after_sigma=rated.after_sigma,
         )
-    ):
-        if not done:
-            continue
-        played_at = moments.get(us)
-        if played_at is None:
-            played_at = moments[us] = instant(us).isoformat().replace("+00:00", "Z")
-        players = [
-            (names[player[e]], team[e], b_mu[e], b_sigma[e], a_mu[e], a_sigma[e])
-            for e in range(bounds[i], bounds[i + 1])
-        ]
-        out.append((pk, quality, response_json(match_id, mode, played_at, quality, players, k)))
-    return out
+    )
+    return [
+        (pk, quality, wire_json(response).decode())
+        for pk, quality, done, response in zip(
+            history.pks.tolist(), rated.quality.tolist(), rated.rated.tolist(), built, strict=True
+        )
+        if done
+    ]
 
 
 @dataclass(slots=True)

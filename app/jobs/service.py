@@ -17,7 +17,7 @@ from app.db.bulk import unbounded
 from app.db.commit_hooks import after_commit
 from app.db.locks import lock_mode
 from app.errors import Conflict, NotFound
-from app.ids import is_pseudonym
+from app.ids import EVERY_MODE, ModeScope, is_pseudonym
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
 from app.modes import service as modes
@@ -49,9 +49,10 @@ async def submit_season(session: AsyncSession, mode: str, body: SeasonIn) -> Job
     return JobAccepted(job_id=job_id)
 
 
-async def get(session: AsyncSession, job_id: str) -> JobOut:
+async def get(session: AsyncSession, job_id: str, within: ModeScope = EVERY_MODE) -> JobOut:
+    """The job; a job of a mode outside `within` is not found, as one that never was."""
     row = await repository.get(session, job_id)
-    if row is None:
+    if row is None or not within.allows(row.mode):
         raise NotFound(f"no job {job_id!r}")
     return JobOut.model_validate(dict(row._mapping))
 

@@ -38,6 +38,9 @@ class BalanceIn(BaseModel):
 
 
 class BalanceOut(BaseModel):
+    # Every answer holds `roles` (null without a composition): the document says so.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     teams: list[list[str]]
     quality: float
     exact: bool = Field(description="true when the split is proven best (up to 12 players)")

@@ -1,19 +1,17 @@
 """SQL for recording matches: claim the ids, create and lock ratings, write everything.
 
-A group of matches (one single post, the posts a writer gathered, or one batch) costs four
-round trips whatever its size, all in one transaction on a psycopg connection:
+A group of matches (one single post, the posts a writer gathered, or one batch) costs two
+round trips whatever its size, in one transaction on a psycopg connection of the writers' own
+(app.db.connections), which the claim begins and the write commits:
 
-1. BEGIN with the transaction's statement timeout (app/db/engine.py);
-2. one message: a savepoint; the written tables' locks; each mode's lock taken shared; the
-   stored rows of ids already taken, and the missing players and ratings of the matches
-   whose id is free; the participants' ratings locked in one fixed order; the applied_seq
-   values and the new match rows' keys, drawn under those locks;
-3. one statement that updates the ratings, inserts the participants and inserts the match
-   rows whole (the unique index on match_id decides a race with another transaction: `Raced`);
-4. COMMIT.
-
-The group commit writer, which owns its connections and transactions, sends 1 with 2 and 4
-with 3: two round trips a group.
+1. one message: BEGIN and the transaction's statement timeout; a savepoint; the written
+   tables' locks; each mode's lock taken shared; the stored rows of ids already taken, and the
+   missing players and ratings of the matches whose id is free; the participants' ratings
+   locked in one fixed order; the applied_seq values and the new match rows' keys, drawn under
+   those locks;
+2. one statement that updates the ratings, inserts the participants and inserts the match rows
+   whole (the unique index on match_id decides a race with another transaction: `Raced`),
+   with the COMMIT.
 
 None of SQLAlchemy's per-statement work runs on the service's busiest path.
 """
@@ -22,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -116,7 +113,18 @@ _LOCK = """
 # the match rows' keys with them, so that participants need no join back to their match.
 _SEQUENCE = "SELECT nextval('match_applied_seq'), nextval('matches_id_seq') FROM generate_series(1, %(n)s)"
 
-_STORED = text("SELECT body_hash, played_at, response, void FROM matches WHERE match_id = :match_id")
+# For the write, the transaction's last statement. A group touches up to a few thousand rows by
+# key. Told the arrays' lengths, the planner hashes the whole ratings and matches tables to join
+# them (a scan of every row per group, growing with the tables); by key through the indexes it
+# is a probe per row. SET LOCAL after the savepoint: a claim undone and sent again sends them
+# again.
+_PLANNER = ("SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off")
+
+# WITHIN: a key's modes as LIKE patterns (app.ids.ModeScope), NULL for every mode.
+_WITHIN = "(CAST(:within AS varchar[]) IS NULL OR mode LIKE ANY (CAST(:within AS varchar[])))"
+_STORED = text(
+    f"SELECT body_hash, played_at, response, void FROM matches WHERE match_id = :match_id AND {_WITHIN}"
+)
 
 # A player in several matches of the group has one ratings row: the last rating and the
 # summed counters. `v` holds (mode, player_id, mu, sigma, matches, win, loss, draw, played_at).
@@ -137,39 +145,17 @@ _PARTICIPANTS = """
          mu_before, sigma_before, mu_after, sigma_after)
 """
 
-# Every list arrives as one JSON array (one literal, expanded by PostgreSQL) rather than
-# as arrays, which psycopg would convert element by element in Python (a group's responses
-# alone took longer to quote than to rate).
+# The writes as columns: each column one array, numbers in binary and identifiers as one
+# literal (no per-row JSON keys), and the responses one JSON array whose n-th element goes
+# with the n-th element of the matches' columns (ROWS FROM zips them by position; the array is
+# read once, each element kept as its text: matches.response is json, migration 0012). A
+# played_at arrives as microseconds since 1970 (exact integers).
 #
 # The match rows go in whole, once (no row claimed first and completed later), in match_id
 # order: concurrent writers of one id wait on the unique index in one order, after every row
 # lock they take, so they never deadlock; the later one fails with the index's unique
-# violation (`Raced`) and nothing of its statement (or the COMMIT sent with it) applies.
+# violation (`Raced`) and nothing of its statement (or the COMMIT sent after it) applies.
 _APPLY = f"""
-    WITH v AS (
-        SELECT * FROM json_to_recordset(CAST(%(ratings)s AS json)) AS v(
-            mode varchar, player_id varchar, mu float8, sigma float8, matches int,
-            win int, loss int, draw int, played_at timestamptz)
-    ), changed AS ({_UPDATE_RATINGS}
-    ), participants AS ({_PARTICIPANTS}
-        SELECT * FROM json_to_recordset(CAST(%(participants)s AS json)) AS p(
-            match_pk bigint, player_id varchar, mode varchar, team int, rank float8, weight float8,
-            coefficient float8, mu_before float8, sigma_before float8, mu_after float8, sigma_after float8)
-    )
-    INSERT INTO matches (id, match_id, mode, played_at, body_hash, quality, response, applied_seq)
-    SELECT u.pk, u.match_id, u.mode, u.played_at, u.body_hash, u.quality, u.response, u.seq
-    FROM json_to_recordset(CAST(%(matches)s AS json)) AS u(
-        pk bigint, match_id varchar, mode varchar, played_at timestamptz, body_hash varchar,
-        quality float8, response json, seq bigint)
-    ORDER BY u.match_id
-"""
-
-# The same writes from columns (a batch's): each column one array, numbers in binary and
-# identifiers as one literal (no per-row JSON keys), and the responses one JSON array whose n-th
-# element goes with the n-th element of the matches' columns (ROWS FROM zips them by position;
-# the array is read once, each element kept as its text: matches.response is json, migration
-# 0012). A played_at arrives as microseconds since 1970 (exact integers).
-_APPLY_COLUMNS = f"""
     WITH v AS (
         SELECT v.mode, v.player_id, v.mu, v.sigma, v.matches, v.win, v.loss, v.draw,
                TIMESTAMPTZ 'epoch' + v.played_us * INTERVAL '1 microsecond' AS played_at
@@ -236,17 +222,6 @@ class Claimed:
     sequence: list[int]
 
 
-@dataclass(frozen=True, slots=True)
-class MatchWrite:
-    """A rated match's row: its claim, key, quality, stored response (JSON) and applied_seq."""
-
-    claim: Claim
-    pk: int
-    quality: float
-    response: str
-    seq: int
-
-
 class Raced(Exception):
     """A match id of the write was recorded by another transaction after this one's claim
     read it as free. The transaction is to go back to the claim's savepoint
@@ -264,14 +239,6 @@ async def _raced() -> AsyncIterator[None]:
         if exc.diag.constraint_name == MATCH_ID_KEY:
             raise Raced(exc.diag.message_detail) from exc
         raise
-
-
-async def driver(session: AsyncSession) -> AsyncConnection[Any]:
-    """The psycopg connection under the session, in the session's transaction."""
-    connection = await session.connection()
-    raw = await connection.get_raw_connection()
-    conn: AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
-    return conn
 
 
 SAVEPOINT = "claims"
@@ -294,7 +261,7 @@ async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim], setup: Sequ
         "prior_mu": literal(_array([mu for mu, _ in priors.values()])),
         "prior_sigma": literal(_array([sigma for _, sigma in priors.values()])),
     }
-    *_, taken, locked, sequence = await _one_message(
+    *_, taken, locked, sequence, _, _ = await _one_message(
         conn,
         [
             *setup,
@@ -308,6 +275,7 @@ async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim], setup: Sequ
                 "players": literal(_array([p for _, p in pairs])),
             },
             _SEQUENCE % {"n": len(claims)},
+            *_PLANNER,
         ],
     )
     stored = {row[0]: StoredMatch(row[1], row[2], row[3], row[4]) for row in taken}
@@ -346,35 +314,6 @@ async def _one_message(conn: AsyncConnection[Any], statements: Sequence[str]) ->
 async def rollback_claims(conn: AsyncConnection[Any]) -> None:
     """Undo the last `claim` (its rows and its locks), to claim again without some matches."""
     await conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
-
-
-async def write(
-    conn: AsyncConnection[Any],
-    ratings: Sequence[dict[str, Any]],
-    participants: Sequence[dict[str, Any]],
-    matches: Sequence[MatchWrite],
-    *,
-    commit: bool = False,
-) -> None:
-    """Write a rated group: each player's last rating and summed counters (`ratings`: mode,
-    player_id, mu, sigma, matches, win, loss, draw, played_at), the participants' rows and
-    the matches' quality, response and applied_seq. With `commit`, the transaction commits
-    in the same round trip (for the caller that owns it: app.matches.group_commit)."""
-    # The responses are JSON already: spliced in as they are, not parsed and dumped again.
-    rows = ",".join(
-        f'{{"pk":{m.pk},"match_id":{json.dumps(m.claim.match_id)},"mode":{json.dumps(m.claim.mode)},'
-        f'"played_at":"{m.claim.played_at.isoformat()}","body_hash":"{m.claim.body_hash}",'
-        f'"quality":{json.dumps(m.quality)},"seq":{m.seq},"response":{m.response}}}'
-        for m in matches
-    )
-    literal = _literals(conn)
-    apply = _APPLY % {
-        "ratings": literal(json.dumps(ratings, default=_iso)),
-        "participants": literal(json.dumps(participants)),
-        "matches": literal(f"[{rows}]"),
-    }
-    async with _raced():
-        await _one_message(conn, [apply, "COMMIT"] if commit else [apply])
 
 
 # Numbers go as NumPy columns of the statement's element types (int4 = int32, int8 =
@@ -430,30 +369,34 @@ class MatchColumns:
     responses: str
 
 
-async def write_columns(
-    conn: AsyncConnection[Any],
-    ratings: RatingColumns,
-    participants: ParticipantColumns,
-    matches: MatchColumns,
-) -> None:
-    """`write` from columns: one statement, no object per row on either side (numbers cross
-    in binary, app.db.bulk.column_param)."""
-    params: dict[str, str | ColumnParam] = {"m_responses": matches.responses}
-    for prefix, columns in (("r_", ratings), ("p_", participants), ("m_", matches)):
-        for column in fields(columns):
-            if column.name != "responses":
-                values = getattr(columns, column.name)
-                params[prefix + column.name] = (
-                    column_param(values) if isinstance(values, np.ndarray) else _array(values)
-                )
+# Each kind's array columns, by name (the responses go as one JSON array).
+_COLUMNS = {
+    kind: [column.name for column in fields(kind) if column.name != "responses"]
+    for kind in (RatingColumns, ParticipantColumns, MatchColumns)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """A rated group's rows."""
+
+    ratings: RatingColumns
+    participants: ParticipantColumns
+    matches: MatchColumns
+
+
+async def write(conn: AsyncConnection[Any], rows: Write) -> None:
+    """Write a rated group and commit, in one round trip: one statement, no object per row on
+    either side (numbers cross in binary, app.db.bulk.column_param), then the COMMIT, which
+    does not run when the statement fails."""
+    params: dict[str, str | ColumnParam] = {"m_responses": rows.matches.responses}
+    for prefix, columns in (("r_", rows.ratings), ("p_", rows.participants), ("m_", rows.matches)):
+        for name in _COLUMNS[type(columns)]:
+            values = getattr(columns, name)
+            params[prefix + name] = column_param(values) if isinstance(values, np.ndarray) else _array(values)
     async with _raced(), conn.pipeline():
-        # A batch touches a few thousand rows by key. Told the arrays' lengths, the planner
-        # hashes the whole ratings and matches tables to join them (a scan of every row per
-        # batch, growing with the tables); by key through the indexes it is a probe per row.
-        # SET LOCAL: only this transaction's last statement follows.
-        await conn.execute("SET LOCAL enable_hashjoin = off")
-        await conn.execute("SET LOCAL enable_mergejoin = off")
-        await conn.execute(_APPLY_COLUMNS, params)
+        await conn.execute(_APPLY, params)
+        await conn.execute("COMMIT")
 
 
 def _array(values: Sequence[Any]) -> str:
@@ -468,20 +411,18 @@ def _array(values: Sequence[Any]) -> str:
     return "{" + ",".join(map(repr, values)) + "}"
 
 
-def _iso(value: object) -> str:
-    if isinstance(value, dt.datetime):
-        return value.isoformat()
-    raise TypeError(f"cannot write {value!r} as JSON")
-
-
-async def stored(session: AsyncSession, match_id: str) -> StoredMatch | None:
-    row = (await session.execute(_STORED, {"match_id": match_id})).first()
+async def stored(session: AsyncSession, match_id: str, within: list[str] | None = None) -> StoredMatch | None:
+    """The stored match, if its mode is one of `within` (LIKE patterns; None: any)."""
+    row = (await session.execute(_STORED, {"match_id": match_id, "within": within})).first()
     return None if row is None else StoredMatch(row[0], row[1], row[2], row[3])
 
 
-_VOID = text("UPDATE matches SET void = true WHERE match_id = :match_id RETURNING response")
+_VOID = text(f"UPDATE matches SET void = true WHERE match_id = :match_id AND {_WITHIN} RETURNING response")
 
 
-async def void(session: AsyncSession, match_id: str) -> dict[str, Any] | None:
-    row = (await session.execute(_VOID, {"match_id": match_id})).first()
+async def void(
+    session: AsyncSession, match_id: str, within: list[str] | None = None
+) -> dict[str, Any] | None:
+    """Void the match, if its mode is one of `within` (LIKE patterns; None: any)."""
+    row = (await session.execute(_VOID, {"match_id": match_id, "within": within})).first()
     return None if row is None else dict(row[0])

@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SkipValidation, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, PlainValidator, field_validator
 from pydantic_core import to_json
 
 from app.ids import Identifier, PlayerId
-from app.schemas import RatingOut
+from app.schemas import Problem, RatingOut
 
 MAX_PLAYERS = 1000
 MAX_BATCH = 1000
@@ -94,6 +94,9 @@ class MatchPlayerOut(BaseModel):
 
 
 class MatchOut(BaseModel):
+    # Every answer holds `void`: the document says so (generated clients type it as present).
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     match_id: str
     mode: str
     played_at: dt.datetime
@@ -110,20 +113,27 @@ def match_json(match: MatchOut) -> bytes:
     return MatchOut.__pydantic_serializer__.to_json(match)
 
 
+UnvalidatedMatch = Annotated[Any, PlainValidator(lambda item: item, json_schema_input_type=MatchIn)]
+
+
 class BatchIn(BaseModel):
     """Matches to record in one transaction, in the listed order."""
 
     model_config = ConfigDict(extra="forbid")
 
-    # Items are validated one by one (app.api.matches), so that a bad item fails alone.
-    matches: Annotated[list[SkipValidation[MatchIn]], Field(min_length=1, max_length=MAX_BATCH)]
+    # Items are validated one by one (app.api.matches), so that a bad item fails alone: here
+    # they stay as sent, and the document names their schema (MatchIn) rather than a copy of it.
+    matches: Annotated[list[UnvalidatedMatch], Field(min_length=1, max_length=MAX_BATCH)]
 
 
 class BatchItemOut(BaseModel):
     match_id: str | None = Field(description="the item's match_id (null when it has none)")
-    status: int = Field(description="201, 200, 409 or 422: what POST /v1/matches would answer")
+    status: int = Field(
+        description="201, 200, 403, 409 or 422: what POST /v1/matches would answer (403: a mode "
+        "outside the key's modes)"
+    )
     match: MatchOut | None = Field(description="the response of a 201 or 200, else null")
-    problem: dict[str, Any] | None = Field(description="the problem+json of a 409 or 422, else null")
+    problem: Problem | None = Field(description="the problem+json of a 403, 409 or 422, else null")
 
 
 class BatchOut(BaseModel):

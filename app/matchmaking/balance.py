@@ -163,8 +163,8 @@ def split_units(
     if sum(units.size) <= EXACT_LIMIT:
         found = _exact(units, sizes, beta2, roles)
         if found is None:
-            reason = "the roles cannot be met" if roles is not None else "the parties cannot be split"
-            raise RatingInputError(f"{reason} in teams of sizes {sizes}")
+            reason = "the roles cannot be met in" if roles is not None else "the parties cannot be split into"
+            raise RatingInputError(f"{reason} teams of sizes {sizes}")
     else:
         found = _heuristic(units, sizes, beta2, random.Random(seed), roles)
     if roles is None:
@@ -278,6 +278,6 @@ def _heuristic(
         if best is None or quality > best.quality or (quality == best.quality == 0.0):
             best = Split([list(t) for t in assignment], quality, exact=False)
     if best is None:
-        reason = "the roles cannot be met" if roles is not None else "the parties cannot be split"
-        raise RatingInputError(f"{reason} in teams of sizes {sizes}")
+        reason = "the roles cannot be met in" if roles is not None else "the parties cannot be split into"
+        raise RatingInputError(f"{reason} teams of sizes {sizes}")
     return best

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.locks import lock_mode
 from app.db.models import Mode
 from app.errors import UnknownMode, ValidationFailed
+from app.ids import EVERY_MODE, ModeScope
 from app.leaderboards import repository as leaderboards
 from app.matchmaking.proposals import Composition, LatencyRule, MatchShape, Relaxation
 from app.modes import repository
@@ -177,8 +178,9 @@ async def get_mode(session: AsyncSession, name: str) -> Mode:
     return mode
 
 
-async def list_modes(session: AsyncSession) -> list[Mode]:
-    return await repository.list_all(session)
+async def list_modes(session: AsyncSession, within: ModeScope = EVERY_MODE) -> list[Mode]:
+    """Every mode `within` allows."""
+    return [mode for mode in await repository.list_all(session) if within.allows(mode.name)]
 
 
 def _rating_parameters(mode: Mode) -> dict[str, object]:

@@ -31,6 +31,7 @@ _HISTORY = text("""
     JOIN modes mo ON mo.name = m.mode
     WHERE mp.player_id = :player_id
       AND (CAST(:mode AS varchar) IS NULL OR mp.mode = :mode)
+      AND (CAST(:within AS varchar[]) IS NULL OR mp.mode LIKE ANY (CAST(:within AS varchar[])))
       AND (CAST(:before_seq AS bigint) IS NULL
            OR (coalesce(m.applied_seq, 0), mp.match_pk) < (:before_seq, CAST(:before_pk AS bigint)))
     ORDER BY coalesce(m.applied_seq, 0) DESC, mp.match_pk DESC
@@ -70,10 +71,19 @@ async def history(
     mode: str | None,
     before: tuple[int, int] | None,
     limit: int,
+    within: list[str] | None = None,
 ) -> list[Any]:
-    """A page of the player's matches, newest applied first, after the (seq, match_pk) `before`."""
+    """A page of the player's matches, newest applied first, after the (seq, match_pk) `before`,
+    of `mode` (None: any) and of the modes `within` matches (LIKE patterns; None: any)."""
     seq, pk = before if before is not None else (None, None)
-    params = {"player_id": player_id, "mode": mode, "before_seq": seq, "before_pk": pk, "limit": limit}
+    params = {
+        "player_id": player_id,
+        "mode": mode,
+        "before_seq": seq,
+        "before_pk": pk,
+        "limit": limit,
+        "within": within,
+    }
     return list((await session.execute(_HISTORY, params)).all())
 
 

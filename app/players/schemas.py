@@ -29,7 +29,10 @@ class PlayerMatch(BaseModel):
     mode: str
     played_at: dt.datetime
     team: int
-    rank: float
+    rank: int | float = Field(
+        description="the team's rank as posted (lower is better), or minus its score for a match "
+        "posted with scores; an integer when whole"
+    )
     weight: float
     void: bool
     before: RatingOut

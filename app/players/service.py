@@ -6,7 +6,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import metrics, pagination
 from app.db.commit_hooks import after_commit
-from app.errors import NotFound
+from app.errors import NotFound, ValidationFailed
+from app.ids import EVERY_MODE, ModeScope
 from app.jobs.smooth import at_day
 from app.modes import service as modes
 from app.players import repository
@@ -28,10 +29,18 @@ def _rating(mu: float, sigma: float, k: float) -> RatingOut:
     return RatingOut(mu=mu, sigma=sigma, conservative=conservative(mu, sigma, k))
 
 
-async def get_player(session: AsyncSession, player_id: str) -> PlayerOut:
+def _whole(number: float) -> int | float:
+    """A stored rank as the client wrote it: ranks are stored as doubles (a score's rank is
+    minus the score), so 2 comes back 2.0; an integer goes out as one."""
+    return int(number) if number.is_integer() else number
+
+
+async def get_player(session: AsyncSession, player_id: str, within: ModeScope = EVERY_MODE) -> PlayerOut:
+    """The player's ratings in the modes `within` allows; 404 for a player never seen."""
     rows = await repository.ratings(session, player_id)
     if not rows and not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
+    rows = [r for r in rows if within.allows(r.mode)]
     return PlayerOut(
         player_id=player_id,
         ratings=[
@@ -50,15 +59,21 @@ async def get_player(session: AsyncSession, player_id: str) -> PlayerOut:
 
 
 async def player_matches(
-    session: AsyncSession, player_id: str, mode: str | None, limit: int, cursor: str | None
+    session: AsyncSession,
+    player_id: str,
+    mode: str | None,
+    limit: int,
+    cursor: str | None,
+    within: ModeScope = EVERY_MODE,
 ) -> PlayerMatches:
+    """A page of the player's matches: of `mode`, or of every mode `within` allows."""
     if not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
     before = None
     if cursor is not None:
         seq, pk = pagination.decode_values(cursor, (int, int))
         before = (seq, pk)
-    rows = await repository.history(session, player_id, mode, before, limit + 1)
+    rows = await repository.history(session, player_id, mode, before, limit + 1, within.like_patterns())
     page = rows[:limit]
     return PlayerMatches(
         matches=[
@@ -67,7 +82,7 @@ async def player_matches(
                 mode=r.mode,
                 played_at=r.played_at,
                 team=r.team,
-                rank=r.rank,
+                rank=_whole(r.rank),
                 weight=r.weight,
                 void=r.void,
                 before=_rating(r.mu_before, r.sigma_before, r.conservative_k),
@@ -90,7 +105,13 @@ async def set_rating(session: AsyncSession, player_id: str, mode: str, body: Rat
     return await get_player(session, player_id)
 
 
-async def learning_curve(session: AsyncSession, player_id: str, mode: str) -> LearningCurve:
+async def learning_curve(
+    session: AsyncSession, player_id: str, mode: str | None, within: ModeScope = EVERY_MODE
+) -> LearningCurve:
+    """The player's curves in `mode`; without one, in the only mode `within` allows that the
+    player is rated in."""
+    if mode is None:
+        mode = await _only_rated_mode(session, player_id, within)
     await modes.get_mode(session, mode)  # 404 for an unknown mode
     if not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
@@ -112,3 +133,24 @@ async def learning_curve(session: AsyncSession, player_id: str, mode: str) -> Le
         smoothed=smoothed,
         smoothed_by_job=None if row is None else row.job_id,
     )
+
+
+# A 422 names at most this many of the player's modes.
+MODES_NAMED = 10
+
+
+async def _only_rated_mode(session: AsyncSession, player_id: str, within: ModeScope) -> str:
+    """The one mode `within` allows that the player has a rating in; 404 with none, 422 naming
+    them with several (a curve from a guessed mode would be a silent empty answer)."""
+    rated = [row.mode for row in await repository.ratings(session, player_id) if within.allows(row.mode)]
+    if len(rated) == 1:
+        return str(rated[0])
+    if not rated:
+        if not await repository.exists(session, player_id):
+            raise NotFound(f"no player {player_id!r}")
+        raise NotFound(f"player {player_id!r} has no rating in any mode")
+    named = ", ".join(rated[:MODES_NAMED]) + (
+        f" and {len(rated) - MODES_NAMED} more" if len(rated) > MODES_NAMED else ""
+    )
+    message = f"player {player_id!r} is rated in {len(rated)} modes ({named}): name one"
+    raise ValidationFailed(f"query.mode: {message}", errors=[{"loc": ["query", "mode"], "msg": message}])

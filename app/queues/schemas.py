@@ -95,6 +95,9 @@ class TicketBatchOut(BaseModel):
 
 
 class ProposalOut(BaseModel):
+    # Every answer holds `region` and `roles` (null when none): the document says so.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     proposal_id: str
     teams: list[list[str]]
     ticket_ids: list[str]

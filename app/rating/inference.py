@@ -35,6 +35,7 @@ players by the exact Gaussian update along t_k = Σ w_i·p_i, where cov(s_i, t_k
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -59,14 +60,20 @@ def team_performances(
     layers with the players integrated out (Table 1, rows 1–3), tau added first."""
     # math.fsum rounds each sum once, exactly, so a team's performance does not depend on the
     # order its players are listed in: a replay that meets the players in another order (by
-    # id, or after an erasure renamed one) rates to the same bits.
+    # id, or after an erasure renamed one) rates to the same bits. The terms are gathered in
+    # one loop and summed as lists: generator expressions, resumed once per player, cost
+    # more than the arithmetic.
+    fsum = math.fsum
     means = []
     variances = []
     for team, team_weights in zip(ratings, weights):
-        means.append(math.fsum(w * mu for (mu, _), w in zip(team, team_weights)))
-        variances.append(
-            math.fsum(w * w * (sigma * sigma + tau2 + beta2) for (_, sigma), w in zip(team, team_weights))
-        )
+        mean_terms = []
+        variance_terms = []
+        for (mu, sigma), w in zip(team, team_weights):
+            mean_terms.append(w * mu)
+            variance_terms.append(w * w * (sigma * sigma + tau2 + beta2))
+        means.append(fsum(mean_terms))
+        variances.append(fsum(variance_terms))
     return means, variances
 
 
@@ -135,6 +142,22 @@ class ChainMessages:
         return cls([0.0] * count, [0.0] * count, [0.0] * count, [0.0] * count, [0.0] * count, [0.0] * count)
 
 
+# One visit of a sweep: (factor, sends forward to x_{k+1}, sends back to x_k).
+Visit = tuple[int, bool, bool]
+
+
+@functools.cache
+def sweep_schedule(links: int) -> tuple[tuple[Visit, ...], tuple[Visit, ...]]:
+    """The two passes of a sweep over a chain of `links` factors (seed 000 Fig. 1): forward
+    over every factor, then back over the inner ones. A visit's message the other way would
+    be overwritten before anything reads it; the end factors send both, as no visit from the
+    other side follows. Built once per chain length: a match's shape repeats."""
+    last = links - 1
+    forward = tuple((k, True, k in (0, last)) for k in range(links))
+    backward = tuple((k, False, True) for k in range(links - 2, 0, -1))
+    return forward, backward
+
+
 def chain_sweeps(
     prior_pi: list[float],
     prior_tau: list[float],
@@ -159,19 +182,14 @@ def chain_sweeps(
     right_tau = messages.right_tau
     last_v = messages.last_v
     last_w = messages.last_w
-    # Forward over every factor, then back over the inner ones: (factor, sends forward to
-    # x_{k+1}, sends back to x_k). A visit's message the other way would be overwritten before
-    # anything reads it; the end factors send both, as no visit from the other side follows.
-    last = links - 1
-    forward_pass = [(k, True, k in (0, last)) for k in range(links)]
-    backward_pass = [(k, False, True) for k in range(links - 2, 0, -1)]
+    passes = sweep_schedule(links)
     # Squared, so no call to abs(): dV² + dW² <= tolerance²/2 gives |dV| + |dW| <= tolerance.
     settled = 0.5 * tolerance * tolerance
     sqrt = math.sqrt
     moved = 0.0
     for _ in range(max_sweeps):
         moved = 0.0
-        for schedule in (forward_pass, backward_pass):
+        for schedule in passes:
             for k, forward, back in schedule:
                 j = k + 1
                 # The cavities: x_k without factor k's message, x_j without factor k's (eq. 5).

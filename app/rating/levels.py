@@ -1,4 +1,4 @@
-"""Many matches in their order of application, rated level by level (replay and the batch post).
+"""Many matches in their order of application, rated level by level (replay and every recorded match).
 
 One at a time, rating N matches is N engine calls. Here the matches are cut into **levels**
 instead, as the history engine cuts its passes (app/rating/history/schedule.py): a match's
@@ -9,7 +9,8 @@ rounds differently from the factor graph). A level's two-team matches of unit we
 through the NumPy batch path (app/rating/batch.py) in one call per team shape, when the
 mode's model is one it covers (`TrueSkill.batch_covers`); every other match (three or more
 teams, partial play, a tie the mode cannot rate, another tie model or team function) goes
-through `rate_match`, the one "rate one match", on its own.
+through `rate_match`, the one "rate one match", on its own; so do all of a list of a few
+matches (`ONE_AT_A_TIME`).
 
 The matches are flat arrays (`Matches`): one row per match, one per participant, players by
 index into the caller's rating arrays; nothing holds a Python object per match.
@@ -34,6 +35,12 @@ from app.rating.rating import Rating
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+
+
+# Up to this many matches are rated one at a time through `rate_match`, in order: the levels'
+# set-up costs a few dozen NumPy calls whatever the number of matches, more than the batch
+# path saves on so few (a group of single posts is often one match).
+ONE_AT_A_TIME = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +99,10 @@ def rate_levels(
     place to every player's rating after the last of their matches), level by level."""
     n, entries = matches.count, len(matches.player)
     out = Rated.empty(entries, n)
-    if n == 0:
+    if n <= ONE_AT_A_TIME:
+        for i in range(n):
+            _rate_one(env, matches, i, out, mu, sigma)
+        progress(1.0)
         return out
     start, team, weight, player = matches.start, matches.team, matches.weight, matches.player
     first = start[:-1]
@@ -153,24 +163,33 @@ def rate_levels(
 def _rate_one(env: TrueSkill, matches: Matches, i: int, out: Rated, mu: Array, sigma: Array) -> None:
     """One match through `rate_match`, as a single post rates it."""
     lo, hi = int(matches.start[i]), int(matches.start[i + 1])
+    # Read as lists once: a NumPy scalar read one at a time costs more than the rating of a 1v1.
+    entries = slice(lo, hi)
+    players = matches.player[entries].tolist()
     ids: list[list[str]] = []
     ratings: list[list[Rating]] = []
     weights: list[list[float]] = []
     coefficients: list[list[float]] = []
     ranks: list[float] = []
-    for e in range(lo, hi):
-        t = int(matches.team[e])
+    for t, p, r, w, c, m, s in zip(
+        matches.team[entries].tolist(),
+        players,
+        matches.rank[entries].tolist(),
+        matches.weight[entries].tolist(),
+        matches.coefficient[entries].tolist(),
+        mu[players].tolist(),
+        sigma[players].tolist(),
+        strict=True,
+    ):
         if t == len(ids):
             ids.append([])
             ratings.append([])
             weights.append([])
             coefficients.append([])
-            ranks.append(float(matches.rank[e]))
-        p = int(matches.player[e])
+            ranks.append(r)
         ids[t].append(str(p))
-        ratings[t].append(Rating(float(mu[p]), float(sigma[p])))
-        weights[t].append(float(matches.weight[e]))
-        c = float(matches.coefficient[e])
+        ratings[t].append(Rating(m, s))
+        weights[t].append(w)
         coefficients[t].append(1.0 if c != c else c)  # NaN: not given, 1 in a weighted mode
     teams = MatchTeams(
         ids, ratings, ranks, weights, coefficients if env.team_performance == "weighted" else None
@@ -182,12 +201,14 @@ def _rate_one(env: TrueSkill, matches: Matches, i: int, out: Rated, mu: Array, s
         out.refused[i] = str(exc)
         return
     out.quality[i] = rated.quality
-    for e, r in zip(range(lo, hi), rated.players, strict=True):
-        p = int(matches.player[e])
-        out.before_mu[e], out.before_sigma[e] = r.before.mu, r.before.sigma
-        out.after_mu[e], out.after_sigma[e] = r.after.mu, r.after.sigma
-        mu[p], sigma[p] = r.after.mu, r.after.sigma
-        out.wins[e], out.losses[e], out.draws[e] = r.win, r.loss, r.draw
+    results = rated.players
+    out.before_mu[entries] = [r.before.mu for r in results]
+    out.before_sigma[entries] = [r.before.sigma for r in results]
+    out.after_mu[entries] = mu[players] = [r.after.mu for r in results]
+    out.after_sigma[entries] = sigma[players] = [r.after.sigma for r in results]
+    out.wins[entries] = [r.win for r in results]
+    out.losses[entries] = [r.loss for r in results]
+    out.draws[entries] = [r.draw for r in results]
 
 
 def _batch_outcomes(

@@ -76,9 +76,10 @@ def read_groups(rating_groups: Any) -> tuple[list[list[Rating]], list[list[Any]]
             # The common call: a list or tuple of Ratings, checked without the ABCs (a loop,
             # not a comprehension, which costs a call of its own).
             team = list(group)
-            for position, rating in enumerate(team):
+            for rating in team:
                 if type(rating) is not Rating:
-                    team[position] = _as_rating(rating, index)
+                    team = [_as_rating(r, index) for r in group]
+                    break
             mapping = False
         elif isinstance(group, Rating):
             raise RatingTypeError(f"team {index} is a Rating, not a team: wrap it as ({group!r},)")

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import NotFound
+from app.ids import ModeScope
 from app.infra.redis_client import UNAVAILABLE, RedisClient
 from app.jobs import service as jobs
 from app.leaderboards import service as leaderboards
@@ -36,7 +37,8 @@ async def _queue(session: AsyncSession, redis: RedisClient, mode: str) -> QueueS
         return None
 
 
-async def modes_page(session: AsyncSession, redis: RedisClient) -> dict[str, Any]:
+async def modes_page(session: AsyncSession, redis: RedisClient, within: ModeScope) -> dict[str, Any]:
+    """The modes `within` allows, with leaderboard sizes and queue figures."""
     sizes = await leaderboards.sizes(session)
     rows = [
         {
@@ -44,7 +46,7 @@ async def modes_page(session: AsyncSession, redis: RedisClient) -> dict[str, Any
             "on_leaderboard": sizes.get(mode.name, 0),
             "queue": await _queue(session, redis, mode.name),
         }
-        for mode in await modes.list_modes(session)
+        for mode in await modes.list_modes(session, within)
     ]
     return {"rows": rows}
 
@@ -92,8 +94,11 @@ async def _smooth_note(session: AsyncSession, job_id: str | None) -> dict[str, A
     }
 
 
-async def player_page(session: AsyncSession, player_id: str, mode: str | None) -> dict[str, Any]:
-    player = await players.get_player(session, player_id)
+async def player_page(
+    session: AsyncSession, player_id: str, mode: str | None, within: ModeScope
+) -> dict[str, Any]:
+    """The player in `mode`, or in the first of their modes `within` allows."""
+    player = await players.get_player(session, player_id, within)
     rated = [r.mode for r in player.ratings]
     chosen = mode or (rated[0] if rated else None)
     if chosen is None:

@@ -1,6 +1,7 @@
-"""app.api.match_posts answers POST /v1/matches before the app's middleware stack: every
-answer must be the one the stack gives (status, headers, problem+json), for each kind of
-request, and the request must still be counted, logged and given its id."""
+"""POST /v1/matches, the busiest route, is answered by a request handler of its own
+(app.api.matches.MatchPostRoute) inside the app's middleware and exception handlers: every
+kind of request gets FastAPI's answer (status, headers, problem+json), the request is counted,
+logged and given its id, and a middleware added to the app runs for it."""
 
 from __future__ import annotations
 
@@ -145,37 +146,11 @@ def _id_kind(rid: str) -> str:
     return "new" if len(rid) == 32 and int(rid, 16) >= 0 else f"unexpected {rid!r}"
 
 
-async def test_each_answer_is_the_stacks_own(app: FastAPI, mode_without_draws: str) -> None:
-    """Every case posted through the app (the fast path) and straight down the stack: the
-    same answers; and only the cases it must are passed down."""
-    passed: list[str] = []
-    stack = app.match_posts.stack  # type: ignore[attr-defined]
-
-    async def recorded(scope: Any, receive: Any, send: Any) -> None:
-        passed.append(scope["path"])
-        await stack(scope, receive, send)
-
-    seen: dict[str, list[tuple[Any, ...]]] = {"fast": [], "stack": []}
-    ways = {"fast": app, "stack": stack}
-    for way, target in ways.items():
-        prefix = f"{way[:4]}{secrets.token_hex(4)}"
-        transport = httpx.ASGITransport(app=target)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-            for case in CASES:
-                before = len(passed)
-                if way == "fast":
-                    app.match_posts.stack = recorded  # type: ignore[attr-defined]
-                try:
-                    response = await _send(http, case, prefix, mode_without_draws)
-                finally:
-                    app.match_posts.stack = stack  # type: ignore[attr-defined]
-                seen[way].append(_seen(response, prefix))
-                if way == "fast":
-                    assert (len(passed) > before) == case[3], case[0]
-    for case, fast, down in zip(CASES, seen["fast"], seen["stack"], strict=True):
-        assert fast == down, case[0]
-    statuses = {case[0]: fast[0] for case, fast in zip(CASES, seen["fast"], strict=True)}
-    assert statuses == {
+async def test_every_kind_of_request_gets_its_answer(app: FastAPI, mode_without_draws: str) -> None:
+    prefix = secrets.token_hex(4)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+        seen = {case[0]: await _send(http, case, prefix, mode_without_draws) for case in CASES}
+    assert {name: response.status_code for name, response in seen.items()} == {
         "created": 201,
         "retried": 200,
         "retried with the id echoed": 200,
@@ -204,56 +179,96 @@ async def test_each_answer_is_the_stacks_own(app: FastAPI, mode_without_draws: s
         "streamed, over the limit": 413,
         "streamed": 201,
     }
-    echoed = CASES.index(next(c for c in CASES if "echoed" in c[0]))
-    assert seen["fast"][echoed][3] == "given-1"
-    assert {fast[3] for fast in seen["fast"]} == {"new", "given-1"}
+    for name, response in seen.items():
+        media = "application/json" if response.status_code < 400 else "application/problem+json"
+        assert response.headers["content-type"] == media, name
+        assert _id_kind(response.headers["x-request-id"]) == ("given-1" if "echoed" in name else "new"), name
+        if response.status_code >= 400:
+            problem = response.json()
+            assert (problem["status"], problem["instance"]) == (response.status_code, "/v1/matches"), name
+    assert seen["retried"].content == seen["created"].content.replace(b'"created":true', b'"created":false')
+    # Validation errors as FastAPI locates them: under "body", one entry per error.
+    errors = {
+        name: seen[name].json()["errors"] for name in ("missing teams", "a list", "empty", "whitespace")
+    }
+    assert errors == {
+        "missing teams": [{"loc": ["body", "teams"], "msg": "Field required", "type": "missing"}],
+        "a list": [
+            {
+                "loc": ["body"],
+                "msg": "Input should be a valid dictionary or object to extract fields from",
+                "type": "model_attributes_type",
+            }
+        ],
+        "empty": [{"loc": ["body"], "msg": "Field required", "type": "missing"}],
+        "whitespace": [{"loc": ["body", 3], "msg": "JSON decode error", "type": "json_invalid"}],
+    }
+    assert seen["a tie where draws are off"].json()["errors"][0]["loc"] == ["body", "teams"]
+    assert seen["conflict"].json()["detail"].endswith("was already recorded with a different body")
 
 
-async def test_a_key_without_the_scope_is_403_as_down_the_stack(app: FastAPI, mode: str) -> None:
+async def test_a_middleware_added_to_the_app_runs_for_match_posts(settings: Settings, mode: str) -> None:
+    """Whatever is added around the app wraps this route as every other: a pure ASGI
+    middleware sees the post and its answer, an error answer too."""
+    application = create_app(settings)
+    seen: list[tuple[str, int]] = []
+
+    class Witness:
+        def __init__(self, app: Any) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            async def sent(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    seen.append((scope["path"], message["status"]))
+                    message["headers"] = [*message["headers"], (b"x-witness", b"1")]
+                await send(message)
+
+            await self.app(scope, receive, sent)
+
+    application.add_middleware(Witness)
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+            posted = await http.post(
+                "/v1/matches", content=_body(_match("witness", mode)), headers={**ADMIN, **JSON}
+            )
+            refused = await http.post("/v1/matches", content=b'"match"', headers={**ADMIN, **JSON})
+            unauthorised = await http.post("/v1/matches", content=_body(_match("w2", mode)), headers=JSON)
+    assert [posted.status_code, refused.status_code, unauthorised.status_code] == [201, 422, 401]
+    assert all(r.headers["x-witness"] == "1" for r in (posted, refused, unauthorised))
+    assert seen == [("/v1/matches", 201), ("/v1/matches", 422), ("/v1/matches", 401)]
+
+
+async def test_a_key_without_the_scope_is_403(app: FastAPI, mode: str) -> None:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
         created = await http.post("/v1/keys", json={"name": "reader", "scopes": ["read"]}, headers=ADMIN)
         reader = {"Authorization": f"Bearer {created.json()['key']}", **JSON}
-        fast = await http.post("/v1/matches", content=_body(_match("r403", mode)), headers=reader)
-    down_transport = httpx.ASGITransport(app=app.match_posts.stack)  # type: ignore[attr-defined]
-    async with httpx.AsyncClient(transport=down_transport, base_url="http://test") as http:
-        down = await http.post("/v1/matches", content=_body(_match("r403", mode)), headers=reader)
-    assert fast.status_code == down.status_code == 403
-    assert fast.json() == down.json()
-    assert fast.headers["content-type"] == down.headers["content-type"] == "application/problem+json"
+        refused = await http.post("/v1/matches", content=_body(_match("r403", mode)), headers=reader)
+    assert refused.status_code == 403
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert "results:write" in refused.json()["detail"]
 
 
 @pytest.fixture
-async def limited(settings: Settings) -> AsyncIterator[list[FastAPI]]:
-    """Two apps on the test database whose key may send one request, then waits ~1000 s."""
-    apps = [
-        create_app(settings.model_copy(update={"rate_limit_per_s": 0.001, "rate_limit_burst": 1}))
-        for _ in "ab"
-    ]
-    async with apps[0].router.lifespan_context(apps[0]), apps[1].router.lifespan_context(apps[1]):
-        yield apps
+async def limited(settings: Settings) -> AsyncIterator[FastAPI]:
+    """An app on the test database whose key may send one request, then waits ~1000 s."""
+    application = create_app(settings.model_copy(update={"rate_limit_per_s": 0.001, "rate_limit_burst": 1}))
+    async with application.router.lifespan_context(application):
+        yield application
 
 
-async def test_over_the_rate_is_429_as_down_the_stack(limited: list[FastAPI], mode: str) -> None:
-    answers = []
-    for way, application in zip(("fast", "down"), limited, strict=True):
-        target = application if way == "fast" else application.match_posts.stack  # type: ignore[attr-defined]
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=target), base_url="http://test"
-        ) as http:
-            first = await http.post(
-                "/v1/matches", content=_body(_match(f"{way}-429", mode)), headers={**ADMIN, **JSON}
-            )
-            assert first.status_code == 201, first.text
-            answers.append(
-                await http.post(
-                    "/v1/matches", content=_body(_match(f"{way}-4x", mode)), headers={**ADMIN, **JSON}
-                )
-            )
-    fast, down = answers
-    assert fast.status_code == down.status_code == 429
-    assert fast.headers["retry-after"] == down.headers["retry-after"]
-    assert fast.json() == down.json()
+async def test_over_the_rate_is_429(limited: FastAPI, mode: str) -> None:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=limited), base_url="http://test") as http:
+        first = await http.post(
+            "/v1/matches", content=_body(_match("r-429", mode)), headers={**ADMIN, **JSON}
+        )
+        assert first.status_code == 201, first.text
+        over = await http.post("/v1/matches", content=_body(_match("r-4x", mode)), headers={**ADMIN, **JSON})
+    assert over.status_code == 429
+    assert int(over.headers["retry-after"]) >= 1
+    assert over.json()["detail"] == "this key is over its request rate; retry after the given seconds"
 
 
 @pytest.fixture
@@ -272,22 +287,17 @@ async def exhausted(settings: Settings) -> AsyncIterator[FastAPI]:
                 await connection.close()
 
 
-async def test_no_database_connection_is_503_as_down_the_stack(exhausted: FastAPI) -> None:
-    answers = []
-    for target in (exhausted, exhausted.match_posts.stack):  # type: ignore[attr-defined]
-        auth._known.clear()  # the key must be looked up, on a pooled connection
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=target), base_url="http://test"
-        ) as http:
-            answers.append(
-                await http.post(
-                    "/v1/matches", content=_body(_match("down", "default")), headers={**ADMIN, **JSON}
-                )
-            )
-    fast, down = answers
-    assert fast.status_code == down.status_code == 503, fast.text
-    assert fast.headers["retry-after"] == down.headers["retry-after"]
-    assert fast.json() == down.json()
+async def test_no_database_connection_is_503(exhausted: FastAPI) -> None:
+    auth._known.clear()  # the key must be looked up, on a pooled connection
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=exhausted), base_url="http://test"
+    ) as http:
+        down = await http.post(
+            "/v1/matches", content=_body(_match("down", "default")), headers={**ADMIN, **JSON}
+        )
+    assert down.status_code == 503, down.text
+    assert down.headers["retry-after"]
+    assert down.headers["content-type"] == "application/problem+json"
 
 
 async def test_an_answered_post_is_counted_and_logged_with_its_id(

@@ -1,4 +1,5 @@
-"""POST/GET/void matches: the contract of API.md, validation and idempotency."""
+"""POST/GET/void matches and POST /v1/matches/batch: the contract of API.md, validation and
+idempotency. What recording does is the pipeline's (tests/matches/test_recording.py)."""
 
 from __future__ import annotations
 
@@ -335,3 +336,108 @@ async def test_results_write_key_can_post_but_not_read_modes(
     posted = await client.post("/v1/matches", json=match(f"{mode}-k", mode, ["k1"], ["k2"]), headers=backend)
     assert posted.status_code == 201
     assert (await client.get(f"/v1/modes/{mode}", headers=backend)).status_code == 403
+
+
+async def post_batch(
+    client: httpx.AsyncClient, headers: dict[str, str], items: list[Any]
+) -> list[dict[str, Any]]:
+    response = await client.post("/v1/matches/batch", json={"matches": items}, headers=headers)
+    assert response.status_code == 200, response.text
+    results: list[dict[str, Any]] = response.json()["results"]
+    assert len(results) == len(items)
+    return results
+
+
+async def test_a_batch_answers_each_item_as_its_single_post(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    taken = match(f"{mode}-taken", mode, ["a1"], ["a2"])
+    assert (await client.post("/v1/matches", json=taken, headers=admin_headers)).status_code == 201
+    both = match(f"{mode}-both", mode, ["b1"], ["b2"])
+    both["teams"][0]["score"] = 3  # rank and score on one team: a cross-field rule
+    items: list[Any] = [
+        match(f"{mode}-new", mode, ["n1"], ["n2"]),  # 201
+        taken,  # 200: the stored match
+        match(f"{mode}-taken", mode, ["a1"], ["zz"]),  # 409: another match under a used id
+        {"match_id": f"{mode}-bad", "mode": mode},  # 422: no teams
+        both,  # 422: cross-field
+        match(f"{mode}-nomode", f"{mode}-missing", ["c1"], ["c2"]),  # 422: unknown mode
+        "not a match",  # 422: not even an object
+        match(f"{mode}-last", mode, ["n1"], ["a1"]),  # 201, after the failures
+    ]
+    results = await post_batch(client, admin_headers, items)
+    assert [r["status"] for r in results] == [201, 200, 409, 422, 422, 422, 422, 201]
+    assert [r["match_id"] for r in results] == [
+        f"{mode}-new",
+        f"{mode}-taken",
+        f"{mode}-taken",
+        f"{mode}-bad",
+        f"{mode}-both",
+        f"{mode}-nomode",
+        None,
+        f"{mode}-last",
+    ]
+    for result in results:
+        assert (result["match"] is None) == (result["status"] >= 400)
+        assert (result["problem"] is None) == (result["status"] < 400)
+        if result["problem"] is not None:
+            assert result["problem"]["status"] == result["status"]
+            assert result["problem"]["instance"] == "/v1/matches/batch"
+    assert results[0]["match"]["created"] is True and results[1]["match"]["created"] is False
+    # The stored match, byte for byte as the single post's retry gets it.
+    single = await client.post("/v1/matches", json=taken, headers=admin_headers)
+    assert single.status_code == 200 and results[1]["match"] == single.json()
+    # Validation problems are the single post's, detail and located errors alike.
+    for index in (3, 4):
+        alone = await client.post("/v1/matches", json=items[index], headers=admin_headers)
+        assert alone.status_code == 422
+        assert results[index]["problem"]["detail"] == alone.json()["detail"]
+        assert results[index]["problem"]["errors"] == alone.json()["errors"]
+    # The last item played after the others were refused: n1 had played the first item.
+    assert results[7]["match"]["players"][0]["before"] == results[0]["match"]["players"][0]["after"]
+    fetched = await client.get(f"/v1/matches/{mode}-last", headers=admin_headers)
+    assert fetched.json() == {**results[7]["match"], "created": False}
+
+
+async def test_a_batch_is_exactly_once_with_single_posts_and_other_batches(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    first = match(f"{mode}-x", mode, ["x1"], ["x2"])
+    other = match(f"{mode}-x", mode, ["x2"], ["x1"])
+    results = await post_batch(client, admin_headers, [first, first, other, first])
+    assert [r["status"] for r in results] == [201, 200, 409, 200]
+    assert results[1]["match"] == {**results[0]["match"], "created": False}
+    # Across batches and single posts alike.
+    again = await post_batch(client, admin_headers, [other, first])
+    assert [r["status"] for r in again] == [409, 200]
+    assert (await client.post("/v1/matches", json=first, headers=admin_headers)).status_code == 200
+    player = (await client.get("/v1/players/x1", headers=admin_headers)).json()
+    assert next(r for r in player["ratings"] if r["mode"] == mode)["matches"] == 1
+    # A 422 first leaves the id free: the next item with it is the first post.
+    bad = {**first, "match_id": f"{mode}-y", "teams": first["teams"][:1]}
+    good = {**first, "match_id": f"{mode}-y"}
+    assert [r["status"] for r in await post_batch(client, admin_headers, [bad, good, good])] == [
+        422,
+        201,
+        200,
+    ]
+
+
+async def test_an_envelope_that_is_not_1_to_1000_matches_applies_nothing(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], mode: str
+) -> None:
+    good = match(f"{mode}-e", mode, ["e1"], ["e2"])
+    for body in (
+        {"matches": []},
+        {"matches": [good] * 1001},
+        {"matches": good},
+        {"match": [good]},
+        {"matches": [good], "extra": 1},
+        [good],
+    ):
+        response = await client.post("/v1/matches/batch", json=body, headers=admin_headers)
+        assert response.status_code == 422, body
+        assert response.headers["content-type"].startswith("application/problem+json")
+    assert (await client.get(f"/v1/matches/{mode}-e", headers=admin_headers)).status_code == 404
+    player = (await client.get("/v1/players/e1", headers=admin_headers)).json()
+    assert mode not in {r["mode"] for r in player.get("ratings", [])}

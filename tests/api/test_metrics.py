@@ -12,11 +12,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app import metrics
 from app.jobs import service as jobs
+from app.seasons import service as seasons
 
 Headers = dict[str, str]
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
-async def scrape(client: httpx.AsyncClient) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+async def scrape(client: httpx.AsyncClient) -> Samples:
     response = await client.get("/metrics")
     assert response.status_code == 200
     return {
@@ -26,8 +28,16 @@ async def scrape(client: httpx.AsyncClient) -> dict[tuple[str, frozenset[tuple[s
     }
 
 
-def value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+def value(samples: Samples, name: str, **labels: str) -> float:
+    """A series' value, 0 when the series is absent (as a counter no one has counted)."""
     return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def present(samples: Samples, name: str, **labels: str) -> float:
+    """A series' value, failing when the series is absent: for a check that 0 would pass."""
+    key = (name, frozenset(labels.items()))
+    assert key in samples, f"no series {name}{labels}"
+    return samples[key]
 
 
 def match(mode: str, n: int, *teams: list[str]) -> dict[str, object]:
@@ -89,7 +99,7 @@ async def test_queue_depth_waits_and_formed_quality(
         assert ticket.status_code == 201
     samples = await scrape(client)
     assert value(samples, "skill_queue_tickets", mode=mode) == 3
-    assert value(samples, "skill_queue_oldest_wait_seconds", mode=mode) >= 0
+    assert 0 <= present(samples, "skill_queue_oldest_wait_seconds", mode=mode) < 60
 
     formed = await client.post(f"/v1/queues/{mode}/matchmake", json={"max_matches": 5}, headers=admin_headers)
     assert formed.status_code == 200
@@ -100,7 +110,7 @@ async def test_queue_depth_waits_and_formed_quality(
     assert value(samples, "skill_formed_match_quality_count", mode=mode) == 1
     assert value(samples, "skill_formed_match_quality_sum", mode=mode) == proposals[0]["quality"]
     assert value(samples, "skill_queue_wait_seconds_count", mode=mode) == 2
-    assert 0 <= value(samples, "skill_queue_wait_seconds_sum", mode=mode) < 60
+    assert 0 <= present(samples, "skill_queue_wait_seconds_sum", mode=mode) < 60
 
 
 def test_observing_all_at_once_equals_observing_one_by_one() -> None:
@@ -126,3 +136,24 @@ def test_observing_all_at_once_equals_observing_one_by_one() -> None:
     assert [(n, labels) for n, labels, _ in got] == [(n, labels) for n, labels, _ in expected]
     for (_, _, want), (_, _, have) in zip(expected, got, strict=True):
         assert have == pytest.approx(want, rel=1e-12)
+
+
+async def test_a_season_switch_counts_the_ratings_it_resets(
+    app: FastAPI, client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    for n, teams in enumerate([(["s1"], ["s2"]), (["s2"], ["s3"])]):
+        posted = await client.post("/v1/matches", json=match(mode, n, *teams), headers=admin_headers)
+        assert posted.status_code == 201
+
+    async def report(progress: float) -> None:
+        pass
+
+    before = value(await scrape(client), "skill_ratings_written_total", mode=mode, source="season")
+    # In this process, as the replay above: each process counts only its own writes.
+    result = await seasons.run_switch(
+        app.state.resources.sessions, mode, {"name": "s1", "reset": "hard"}, report
+    )
+    assert result["players"] == 3
+    samples = await scrape(client)
+    assert value(samples, "skill_ratings_written_total", mode=mode, source="season") - before == 3
+    assert value(samples, "skill_ratings_written_total", mode=mode, source="match") == 4

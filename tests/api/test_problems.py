@@ -1,12 +1,15 @@
-"""One title per status: every way the service answers an error spells it from app.errors.TITLES."""
+"""One title per status: every way the service answers an error spells it from app.errors.TITLES,
+and writes it in one form: Problem's members, in its order, as compact JSON."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import httpx
 
 from app.errors import TITLES, title_of
+from app.schemas import Problem
 
 Headers = dict[str, str]
 
@@ -40,6 +43,11 @@ async def test_every_error_path_titles_its_status_from_the_one_table(
         ),
         # the body guard in the middleware
         "middleware 400": await client.put(f"/v1/modes/{mode}", content=b'{"mu": NaN}', headers=json_headers),
+        # the match post's own path (app.api.match_posts)
+        "match post 400": await client.post(
+            "/v1/matches", content=b'{"match_id": NaN}', headers=json_headers
+        ),
+        "match post 422": await client.post("/v1/matches", json={"match_id": "é"}, headers=admin_headers),
         "middleware 415": await client.put(
             f"/v1/modes/{mode}", content=b"mu=1", headers={**admin_headers, "content-type": "text/plain"}
         ),
@@ -61,6 +69,8 @@ async def test_every_error_path_titles_its_status_from_the_one_table(
         "validation": 422,
         "service 422": 422,
         "middleware 400": 400,
+        "match post 400": 400,
+        "match post 422": 422,
         "middleware 415": 415,
         "middleware 413": 413,
         "streamed 413": 413,
@@ -70,8 +80,15 @@ async def test_every_error_path_titles_its_status_from_the_one_table(
         "no key": 401,
         "wrong scope": 403,
     }
+    # A detail names what is wrong, not only the status again.
+    assert answers["unknown method"].json()["detail"] == "PATCH is not allowed on /v1/modes; allowed: GET"
     for name, answer in answers.items():
         assert answer.headers["content-type"] == "application/problem+json", name
+        assert answer.json()["detail"] != answer.json()["title"], name
         body = answer.json()
         assert body["status"] == answer.status_code, name
         assert body["title"] == TITLES[answer.status_code], (name, body["title"])
+        # One serialisation: compact (a 400 was spaced), UTF-8, members in Problem's order.
+        assert answer.content == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(), name
+        assert list(body) == list(Problem.model_fields)[: len(body)], name
+        assert Problem.model_validate(body).instance == answer.request.url.path, name

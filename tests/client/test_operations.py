@@ -56,8 +56,8 @@ async def scenario(api: Client | AsyncClient) -> None:
     """Every operation once, each checked on what it answered."""
     mode = f"cl-{secrets.token_hex(4)}"
     p1, p2, p3, p4 = (f"{mode}-p{i}" for i in range(1, 5))
-    assert (await ready(api.healthz()))["status"] == "ok"
-    assert (await ready(api.readyz()))["status"] == "ready"
+    assert (await ready(api.healthz())).status == "ok"
+    assert (await ready(api.readyz())).status == "ready"
     assert "http_request_duration_seconds" in await ready(api.metrics())
 
     created = await ready(api.put_mode(mode, min_matches_for_leaderboard=1, beta=4.0))
@@ -138,6 +138,9 @@ async def scenario(api: Client | AsyncClient) -> None:
 
     key = await ready(api.create_key(f"{mode}-key", ["read"]))
     assert key.id in [k.id for k in await ready(api.list_keys())]
+    limited = await ready(api.create_key(f"{mode}-game", ["read"], modes=[mode, f"{mode}-*"]))
+    assert limited.modes == [mode, f"{mode}-*"] and key.modes is None
+    assert next(k for k in await ready(api.list_keys()) if k.id == limited.id).modes == [mode, f"{mode}-*"]
     assert await ready(api.revoke_key(key.id)) is None
     assert next(k for k in await ready(api.list_keys()) if k.id == key.id).revoked_at is not None
 

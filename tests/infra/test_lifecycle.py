@@ -1,9 +1,13 @@
 """Who stops the embedded servers, with real processes: `serve` owns those of its DATA_DIR and
 stops them on SIGTERM or SIGINT; CLI commands beside it use them and never stop them; after a
-SIGKILL the next serve adopts the orphans; a CLI command alone stops what it started."""
+SIGKILL the next serve adopts the orphans; a CLI command alone stops what it started. After a
+SIGKILL of everything (the servers left zombies), the next serve starts at once and keeps every
+acknowledged match; a server that does not answer gets DB_CONNECT_WAIT_S, then serve exits 1."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -16,10 +20,11 @@ import httpx
 import psutil
 import pytest
 
-from app.infra.embedded import OWNER_FILE, server_pids
+from app.infra.embedded import OWNER_FILE, postgres_pid, running_redis, server_pids
 from tests.conftest import ADMIN_KEY
-from tests.reliability.process import ADMIN, free_port
+from tests.reliability.process import ADMIN, free_port, scaled
 from tests.reliability.process import serve as serve_ready
+from tests.reliability.test_crash import CLIENTS, client_loop
 
 pytestmark = pytest.mark.reliability
 
@@ -148,4 +153,121 @@ def test_sigkill_orphans_are_adopted_and_a_cli_alone_stops_its_own(data_dir: Pat
     assert leftovers(data_dir) == []
     listed = cli(env, "keys", "list")
     assert json.loads(created.stdout)["id"] in {row["id"] for row in json.loads(listed.stdout)["keys"]}
+    assert leftovers(data_dir) == []
+
+
+def wait_ready(base: str, reaper: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert reaper.poll() is None and time.monotonic() < deadline, "serve did not start"
+        time.sleep(0.1)
+
+
+async def load_then_kill_everything(base: str, mode: str, data_dir: Path) -> dict[str, bytes]:
+    """32 clients posting matches; once they all got answers, SIGKILL of serve, PostgreSQL and
+    Redis together. Returns every acknowledged match with its answer."""
+    acked: dict[str, bytes] = {}
+    refused: list[str] = []
+    stop = asyncio.Event()
+    loops = [asyncio.create_task(client_loop(base, mode, c, acked, refused, stop)) for c in range(CLIENTS)]
+    warm_until = time.monotonic() + 60
+    while len(acked) < CLIENTS and not refused and time.monotonic() < warm_until:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(scaled(1.0))
+    postmaster, redis = postgres_pid(data_dir), running_redis(data_dir)
+    assert postmaster is not None and redis is not None
+    for pid in (int((data_dir / OWNER_FILE).read_text()), postmaster, redis[0]):
+        os.kill(pid, signal.SIGKILL)
+    await asyncio.gather(*loops)
+    assert not refused, refused
+    assert len(acked) >= CLIENTS, "the load never got going"
+    # The reaper never reaps: the postmaster stays a zombie, which the next serve must see through.
+    assert psutil.Process(postmaster).status() == psutil.STATUS_ZOMBIE
+    return acked
+
+
+def test_sigkill_of_everything_then_serve_at_once_keeps_every_acknowledged_match(data_dir: Path) -> None:
+    env = environment(data_dir, free_port())
+    base = f"http://127.0.0.1:{env['PORT']}"
+    mode = f"crash-{int(time.time() * 1000) % 10**9}"
+    acked: dict[str, bytes] = {}
+    reapers = []
+    try:
+        # Twice: the second crash hits a serve that itself started after a crash.
+        for cycle in range(2):
+            reaper = subprocess.Popen(
+                [sys.executable, "-m", "tests.infra.reaper", sys.executable, "-m", "app", "serve"], env=env
+            )
+            reapers.append(reaper)
+            wait_ready(base, reaper)
+            created = httpx.put(f"{base}/v1/modes/{mode}-{cycle}", json={}, headers=ADMIN)
+            assert created.status_code == 200, created.text
+            acked |= asyncio.run(load_then_kill_everything(base, f"{mode}-{cycle}", data_dir))
+        # At once, beside the zombies: a plain serve, as `make run` would start it.
+        service = serve(env)
+        try:
+            with httpx.Client(base_url=base, headers=ADMIN, timeout=30) as http:
+                for match_id, first_answer in acked.items():
+                    stored = http.get(f"/v1/matches/{match_id}")
+                    assert stored.status_code == 200, (match_id, stored.text)
+                    assert {**stored.json(), "created": True} == httpx.Response(
+                        200, content=first_answer
+                    ).json()
+        finally:
+            assert stop(service, signal.SIGTERM) == 0
+    finally:
+        for reaper in reapers:
+            # A serve still running (the test failed before the kill) goes with its reaper.
+            for process in psutil.Process(reaper.pid).children():
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
+            reaper.kill()
+            reaper.wait(10)
+    assert leftovers(data_dir) == []
+
+
+@pytest.mark.parametrize(
+    ("server", "failure"),
+    [
+        ("postgres", "error: embedded PostgreSQL did not answer within 2s (DB_CONNECT_WAIT_S"),
+        ("redis", "error: cannot reach Redis after 2s"),
+    ],
+)
+def test_a_server_that_does_not_answer_gets_the_wait_then_serve_exits_1(
+    data_dir: Path, server: str, failure: str
+) -> None:
+    env = environment(data_dir, free_port())
+    migrated = cli(env, "migrate")  # starts PostgreSQL, and stops it again
+    assert migrated.returncode == 0, migrated.stderr
+    guest = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from app.infra.embedded import "
+         f"EmbeddedServers; EmbeddedServers(Path(sys.argv[1])).start_{server}()", str(data_dir)],
+        env=env,
+    )  # fmt: skip
+    assert guest.wait(120) == 0
+    running = postgres_pid(data_dir) if server == "postgres" else (running_redis(data_dir) or (None,))[0]
+    assert running is not None
+    os.kill(running, signal.SIGSTOP)  # alive, listening, answering nothing
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "app", "serve"],
+            env={**env, "DB_CONNECT_WAIT_S": "2"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.splitlines()[-1].startswith(failure), result.stderr
+        assert "Traceback" not in result.stderr
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(running, signal.SIGCONT)
+    # That serve adopted the server, so it stopped it on the way out; the next one starts.
+    service = serve(env)
+    assert stop(service, signal.SIGTERM) == 0
     assert leftovers(data_dir) == []

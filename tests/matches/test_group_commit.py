@@ -1,5 +1,6 @@
 """Group commit on POST /v1/matches: posts that arrive together share one transaction, are
-applied in arrival order, each gets its own answer, and no update is lost under concurrency."""
+applied in arrival order, each gets its own answer, and no update is lost under concurrency.
+What a group's transaction does is the pipeline's (tests/matches/test_recording.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,13 @@ from typing import Any
 
 import httpx
 import psycopg
-import pytest
 from fastapi import FastAPI
 
 from app.client import AsyncClient
-from app.errors import AppError, Conflict
-from app.matches import repository
-from app.matches.group_commit import GroupCommit
+from app.errors import AppError
+from app.matches.group_commit import WRITERS, GroupCommit
+from app.matches.recording import Recorded, Writers
 from app.matches.schemas import MatchIn
-from app.matches.service import Recorded
 from tests.conftest import ADMIN_KEY
 
 
@@ -32,10 +31,16 @@ def one_v_one(match_id: str, mode: str, winner: str, loser: str) -> MatchIn:
     )
 
 
+def queue_of(app: FastAPI, engine: Any) -> GroupCommit:
+    """A fresh group-commit queue, with writers' connections of its own, to `engine`'s database."""
+    resources = app.state.resources
+    return GroupCommit(Writers(engine, resources.sessions, resources.settings, WRITERS))
+
+
 async def gathered(app: FastAPI, matches: list[MatchIn]) -> list[Recorded | BaseException]:
     """Post `matches` at once through a fresh group-commit queue, in list order."""
     resources = app.state.resources
-    queue = GroupCommit(resources.engine, resources.sessions, resources.settings.db_statement_timeout_ms)
+    queue = queue_of(app, resources.engine)
     try:
         return await asyncio.gather(*(queue.record(m) for m in matches), return_exceptions=True)
     finally:
@@ -64,28 +69,6 @@ async def test_posts_queued_together_commit_in_one_transaction_in_arrival_order(
         ).fetchall()
     assert [r[0] for r in rows] == [m.match_id for m in matches]  # applied in arrival order
     assert len({r[1] for r in rows}) == 1  # by one transaction
-
-
-async def test_one_conflict_in_a_group_fails_alone(app: FastAPI, database_url: str, mode: str) -> None:
-    first = await gathered(app, [one_v_one(f"{mode}-used", mode, "c1", "c2")])
-    assert isinstance(first[0], Recorded)
-    matches = [
-        one_v_one(f"{mode}-a", mode, "c1", "c3"),
-        one_v_one(f"{mode}-used", mode, "c2", "c1"),  # another match under a used id: 409
-        one_v_one(f"{mode}-used", mode, "c1", "c2"),  # the stored match again: 200
-        one_v_one(f"{mode}-b", mode, "c3", "c2"),
-        one_v_one(f"{mode}-b", mode, "c2", "c3"),  # differs from the earlier item: 409
-        one_v_one(f"{mode}-c", mode, "c2", "c1"),
-    ]
-    outcomes = await gathered(app, matches)
-    kinds = [("error", o.status) if isinstance(o, AppError) else ("ok", o.created) for o in outcomes]  # type: ignore[union-attr]
-    assert kinds == [("ok", True), ("error", 409), ("ok", False), ("ok", True), ("error", 409), ("ok", True)]
-    assert isinstance(outcomes[1], Conflict) and "different body" in outcomes[1].detail
-    with psycopg.connect(database_url) as conn:
-        count = conn.execute(
-            "SELECT matches FROM ratings WHERE mode = %s AND player_id = 'c1'", (mode,)
-        ).fetchone()
-    assert count == (3,)  # used, a, c
 
 
 async def test_concurrent_http_posts_each_get_their_own_answer(
@@ -169,11 +152,11 @@ async def test_16_clients_over_shared_players_leave_unbroken_histories(live_serv
 
 
 async def test_an_unreachable_database_fails_every_post_of_the_group(app: FastAPI, mode: str) -> None:
-    from app.db.engine import build_engine, build_sessionmaker
+    from app.db.engine import build_engine
 
     resources = app.state.resources
     engine = build_engine(resources.settings, "postgresql://postgres@127.0.0.1:1/nowhere")
-    queue = GroupCommit(engine, build_sessionmaker(engine), resources.settings.db_statement_timeout_ms)
+    queue = queue_of(app, engine)
     matches = [one_v_one(f"{mode}-u{n}", mode, f"u{n}", f"v{n}") for n in range(6)]
     try:
         async with asyncio.timeout(120):  # a post left waiting would hang here
@@ -184,53 +167,13 @@ async def test_an_unreachable_database_fails_every_post_of_the_group(app: FastAP
     assert all(isinstance(o, Exception) and not isinstance(o, AppError) for o in outcomes), outcomes
 
 
-async def test_an_id_recorded_by_another_transaction_after_the_claim_is_judged_again(
-    app: FastAPI, database_url: str, mode: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The claim only reads a free id; the write inserts its row, and the unique index decides.
-    # Here another post records the id (with other players, so no row lock orders the two)
-    # between this group's claim and its write: the write fails, the group is claimed again,
-    # and the id is then a used one, 409 for a different body, while the rest still apply.
-    claim = repository.claim
-    raced = one_v_one(f"{mode}-raced", mode, "r3", "r4")
-
-    async def claim_then_race(conn: Any, claims: Any, setup: Any = ()) -> repository.Claimed:
-        claimed = await claim(conn, claims, setup)
-        if raced.match_id in claimed.new and not racing:
-            racing.append(raced)  # the other post's own claim goes straight through
-            done.extend(await gathered(app, [raced]))
-        return claimed
-
-    racing: list[MatchIn] = []
-    done: list[Recorded | BaseException] = []
-    monkeypatch.setattr(repository, "claim", claim_then_race)
-    matches = [one_v_one(f"{mode}-raced", mode, "r1", "r2"), one_v_one(f"{mode}-d", mode, "r1", "r5")]
-    outcomes = await gathered(app, matches)
-    assert isinstance(done[0], Recorded) and done[0].created
-    assert isinstance(outcomes[0], Conflict) and "different body" in outcomes[0].detail
-    assert isinstance(outcomes[1], Recorded) and outcomes[1].created
-    # r1 played only the second match, from the prior; r2 played nothing.
-    assert outcomes[1].match.players[0].before.mu == 25.0
-    with psycopg.connect(database_url) as conn:
-        rows = conn.execute(
-            "SELECT player_id, matches FROM ratings WHERE mode = %s ORDER BY player_id", (mode,)
-        ).fetchall()
-        stored = conn.execute(
-            "SELECT count(*) FROM match_players p JOIN matches m ON m.id = p.match_pk WHERE m.match_id = %s",
-            (f"{mode}-raced",),
-        ).fetchone()
-    assert rows == [("r1", 1), ("r3", 1), ("r4", 1), ("r5", 1)]
-    assert stored == (2,)  # the other post's participants only
-
-
 async def test_a_post_queued_as_the_writer_finds_the_queue_empty_still_commits(
     app: FastAPI, mode: str
 ) -> None:
     """A request whose step runs between a writer's last group and the removal of its task
     (done callbacks run a step later) must find a writer: here the second post's first step is
     scheduled while the first group commits, so it runs in exactly that gap."""
-    resources = app.state.resources
-    queue = GroupCommit(resources.engine, resources.sessions, resources.settings.db_statement_timeout_ms)
+    queue = queue_of(app, app.state.resources.engine)
     commit = queue._commit
     second: list[asyncio.Task[Recorded]] = []
 

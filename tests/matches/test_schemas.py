@@ -59,7 +59,7 @@ def test_a_batch_answer_as_plain_data_has_the_bytes_of_the_model() -> None:
             "match": None,
             "problem": {"type": "about:blank", "title": "Unprocessable Content", "status": 422,
                         "detail": "teams: Field required", "instance": "/v1/matches/batch",
-                        "errors": [{"loc": ["body", "teams"], "msg": "Field required"}]},
+                        "errors": [{"loc": ["body", "teams"], "msg": "Field required", "type": "missing"}]},
         },
     ]  # fmt: skip
     model = BatchOut.model_validate({"results": results})

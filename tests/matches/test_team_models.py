@@ -126,45 +126,62 @@ async def test_a_penalty_that_turns_negative_is_422(api: AsyncClient) -> None:
     assert "c0 + c1·n must be positive" in error.value.problem["detail"]
 
 
-async def test_a_weighted_batch_stores_the_participants_a_single_post_stores(
+async def test_a_weighted_group_stores_each_participant_as_answered(
     api: AsyncClient, database_url: str
 ) -> None:
-    """Coefficients given and left out, ranks, weights and the before/after ratings: the batch's
-    match_players rows (numbers sent as binary arrays) are the single posts' row for row."""
-    singly = await fresh_mode(api, team_performance="weighted")
-    batched = await fresh_mode(api, team_performance="weighted")
+    """Coefficients given and left out, ranks, weights and the before/after ratings: the
+    match_players rows (numbers sent as binary arrays) hold what the answer says."""
+    mode = await fresh_mode(api, team_performance="weighted")
 
-    def body(mode: str, n: int) -> dict[str, object]:
+    def body(n: int) -> dict[str, object]:
         return {
             "match_id": f"{mode}-{n}",
             "mode": mode,
             "teams": [
                 {
-                    "players": [{"id": f"{singly}-a", "coefficient": 0.25 * n + 0.5}, {"id": f"{singly}-b"}],
+                    "players": [{"id": f"{mode}-a", "coefficient": 0.25 * n + 0.5}, {"id": f"{mode}-b"}],
                     "rank": 1,
                 },
-                {"players": [{"id": f"{singly}-c", "weight": 0.5}], "rank": 1 + n % 2},
+                {"players": [{"id": f"{mode}-c", "weight": 0.5}], "rank": 1 + n % 2},
             ],
         }
 
-    for n in range(4):
-        await api.post_match(body(singly, n))
-    batch = await api.post_matches_batch([body(batched, n) for n in range(4)])
-    assert [r.status for r in batch.results] == [201] * 4
-
-    def rows(mode: str) -> list[tuple[object, ...]]:
-        with psycopg.connect(database_url) as conn:
-            return conn.execute(
-                """
-                SELECT right(m.match_id, 2), mp.player_id, mp.team, mp.rank, mp.weight, mp.coefficient,
-                       mp.mu_before, mp.sigma_before, mp.mu_after, mp.sigma_after
-                FROM match_players mp JOIN matches m ON m.id = mp.match_pk
-                WHERE m.mode = %s ORDER BY m.match_id, mp.player_id
-                """,
-                (mode,),
-            ).fetchall()
-
-    stored = rows(batched)
-    assert len(stored) == 12
-    assert [row[5] for row in stored[:3]] == [0.5, None, None]
-    assert stored == rows(singly)
+    batch = await api.post_matches_batch([body(n) for n in range(8)])
+    assert [r.status for r in batch.results] == [201] * 8
+    with psycopg.connect(database_url) as conn:
+        stored = conn.execute(
+            """
+            SELECT m.match_id, mp.player_id, mp.team, mp.rank, mp.weight, mp.coefficient,
+                   mp.mu_before, mp.sigma_before, mp.mu_after, mp.sigma_after
+            FROM match_players mp JOIN matches m ON m.id = mp.match_pk
+            WHERE m.mode = %s ORDER BY m.match_id, mp.team, mp.player_id
+            """,
+            (mode,),
+        ).fetchall()
+    expected = []
+    for n, result in enumerate(batch.results):
+        assert result.match is not None
+        given = [(0.25 * n + 0.5, 1.0), (None, 1.0), (None, 0.5)]
+        for player, (coefficient, weight) in zip(result.match.players, given, strict=True):
+            b, a = player.before, player.after
+            rank = 1.0 if player.team == 0 else 1.0 + n % 2
+            expected.append(
+                (
+                    f"{mode}-{n}",
+                    player.player_id,
+                    player.team,
+                    rank,
+                    weight,
+                    coefficient,
+                    b.mu,
+                    b.sigma,
+                    a.mu,
+                    a.sigma,
+                )
+            )
+    assert stored == expected
+    # The coefficients count: the first player's moves by more than the teammate's.
+    first = batch.results[0].match
+    assert first is not None
+    moved = [abs(p.after.mu - p.before.mu) for p in first.players]
+    assert moved[0] != moved[1]

@@ -58,7 +58,10 @@ def test_parties_stay_together() -> None:
 @pytest.mark.parametrize(
     ("players", "teams", "parties", "message"),
     [
-        (4, 2, [[0, 1, 2]], "does not fit"),
+        (4, 2, [[0, 1, 2]], "a party of 3 does not fit in a team of 2"),
+        (4, 1, [], "a lobby needs at least 2 teams"),
+        (6, 2, [[0, 1], [2, 3], [4, 5]], r"the parties cannot be split into teams of sizes \[3, 3\]"),
+        (5, 2, [[0, 1, 2]], None),  # teams of 3 and 2: the party fits the bigger one
         (4, 2, [[0, 9]], "not in the lobby"),
         (4, 2, [[0], [0]], "two parties"),
         (3, 4, [], "cannot form"),

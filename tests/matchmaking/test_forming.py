@@ -144,7 +144,7 @@ def test_no_match_falls_under_its_threshold_and_waiting_relaxes_it() -> None:
             for i in range(200)
         ]
         made = propose(fresh, MatchShape(teams, size), ENV, relax, max_matches=1000)
-        assert all(p.quality >= 0.6 for p in made)
+        assert made and all(p.quality >= 0.6 for p in made)
         waited = [Ticket(t.ticket_id, t.players, t.ratings, t.attributes, 20.0) for t in fresh]
         relaxed = propose(waited, MatchShape(teams, size), ENV, relax, max_matches=1000)
         assert all(p.quality >= 0.2 for p in relaxed)

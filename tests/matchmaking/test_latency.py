@@ -143,3 +143,36 @@ def test_team_proposals_keep_the_rule(teams: int, size: int, party: int) -> None
         assert sum(len(t.players) for t in members) == teams * size
         assert feasible_region(members, proposal.region, RULE)
     assert len({t for p in made for t in p.ticket_ids}) == sum(len(p.ticket_ids) for p in made)
+
+
+def test_the_limit_widens_linearly_from_start_to_relaxed_and_stays_there() -> None:
+    rule = LatencyRule(start_ms=60.0, relaxed_ms=130.0, seconds=30.0)
+    assert rule.limit(0.0) == 60.0
+    assert rule.limit(15.0) == pytest.approx(95.0, abs=1e-12)
+    assert rule.limit(30.0) == 130.0
+    assert rule.limit(300.0) == 130.0
+    assert rule.widest == 130.0
+    waited = np.array([0.0, 7.5, 15.0, 29.999, 30.0, 300.0])
+    assert rule.limits(waited).tolist() == [rule.limit(w) for w in waited.tolist()]
+
+
+def test_a_rule_that_narrows_holds_its_relaxed_limit_at_the_end() -> None:
+    """A limit may also tighten with the wait (start above relaxed): the end is the relaxed
+    limit itself, not the line's rounded end, and the widest is where it starts."""
+    rule = LatencyRule(start_ms=0.7, relaxed_ms=0.1, seconds=3.0)
+    assert rule.limit(3.0) == 0.1  # the line gives 0.09999999999999998 here
+    assert rule.limits(np.array([3.0]))[0] == 0.1
+    assert rule.widest == 0.7
+
+
+@pytest.mark.parametrize("seconds", [0.0, -5.0])
+def test_no_widening_time_means_the_relaxed_limit_at_once(seconds: float) -> None:
+    rule = LatencyRule(start_ms=40.0, relaxed_ms=90.0, seconds=seconds)
+    assert rule.limit(0.0) == 90.0
+    assert rule.limits(np.array([0.0, 1.0])).tolist() == [90.0, 90.0]
+
+
+def test_a_rule_that_widens_in_under_a_second_still_widens() -> None:
+    rule = LatencyRule(start_ms=40.0, relaxed_ms=90.0, seconds=0.5)
+    assert rule.limit(0.25) == pytest.approx(65.0, abs=1e-12)
+    assert rule.limits(np.array([0.25])).tolist() == [rule.limit(0.25)]

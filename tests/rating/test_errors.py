@@ -38,6 +38,11 @@ R = Rating()
         (lambda: TrueSkill(draw_probability=-0.1), "draw_probability must be in [0, 1)"),
         (lambda: TrueSkill(beta=0), "beta must be positive"),
         (lambda: TrueSkill(draw_probability=0.0).rate([(R,), (R,)], ranks=[0, 0]), "draw_probability is 0"),
+        # Three teams go through the chain, whose tie factors need a positive margin too.
+        (
+            lambda: TrueSkill(draw_probability=0.0).rate([(R,), (R,), (R,)], ranks=[0, 1, 1]),
+            "draw_probability is 0",
+        ),
         (lambda: ENV.draw_probability_of([(R,), (R,), (R,)]), "defined for 2 teams"),
     ],
 )

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from app.rating import Rating, TrueSkill
+from app.rating.inference import ChainMessages, chain_sweeps
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -32,3 +33,25 @@ def test_a_permuted_team_rates_to_the_same_bits(seed: int) -> None:
         for position, index in enumerate(order):
             assert (back[position].mu, back[position].sigma) == (team[index].mu, team[index].sigma)
     assert env.quality(teams, weights) == env.quality(permuted, permuted_weights)
+
+
+@pytest.mark.parametrize("tolerance", [1e-6, 1e-9, 1e-12])
+def test_the_sweeps_stop_once_settled_and_bound_the_last_move(tolerance: float) -> None:
+    """An 8-team chain settles long before 200 sweeps: chain_sweeps returns a bound on its last
+    pass's largest move (|dV| + |dW|) within the tolerance, and the messages it leaves are a
+    fixed point: one more sweep moves nothing by more than that."""
+    variances = [30.0 + k for k in range(8)]
+    means = [25.0 - 1.5 * k for k in range(8)]
+    prior_pi = [1.0 / v for v in variances]
+    prior_tau = [m / v for m, v in zip(means, variances, strict=True)]
+    margins = [0.7] * 7
+    ties = [False, False, True, False, False, False, True]
+    messages = ChainMessages.empty(8)
+    bound = chain_sweeps(prior_pi, prior_tau, margins, ties, messages, tolerance, 200)
+    assert 0.0 <= bound <= tolerance
+    settled = [list(x) for x in (messages.left_pi, messages.left_tau, messages.right_pi, messages.right_tau)]
+    again = chain_sweeps(prior_pi, prior_tau, margins, ties, messages, 0.0, 1)
+    assert again <= tolerance
+    after = [messages.left_pi, messages.left_tau, messages.right_pi, messages.right_tau]
+    for before_list, after_list in zip(settled, after, strict=True):
+        assert after_list == pytest.approx(before_list, rel=1e-6, abs=1e-9)

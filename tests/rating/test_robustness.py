@@ -94,13 +94,25 @@ def reference_draw_moments(t: float, e: float) -> tuple[float, float]:
 
 @pytest.mark.parametrize(
     ("t", "e"),
-    [(36, 0.1), (1e4, 1e-12), (1e4, 0.05), (1e12, 1e-12), (40, 30), (6.5, 1e-6), (5.0, 1e-9), (2.0, 1e-7)],
+    [
+        (36, 0.1),
+        (1e4, 1e-12),
+        (1e4, 0.05),
+        (1e12, 1e-12),
+        (40, 30),
+        (6.5, 1e-6),
+        (5.0, 1e-9),
+        (2.0, 1e-7),
+        (0.5, 0.01),
+        (3.0, 0.008),
+    ],
 )
 def test_draw_moments_match_200_digit_reference(t: float, e: float) -> None:
     mean, variance = reference_draw_moments(t, e)
-    v, _, rest = draw(t, e)
+    v, w, rest = draw(t, e)
     assert v == pytest.approx(float(mean), rel=1e-12)
     assert rest == pytest.approx(float(variance), rel=1e-6)
+    assert w == pytest.approx(1.0 - float(variance), rel=1e-12)
 
 
 def test_out_of_domain_values_are_refused() -> None:
@@ -159,6 +171,19 @@ def test_far_windows_by_quadrature_match_200_digit_reference(t: float, e: float)
     v, _, rest = draw(t, e)
     assert v == pytest.approx(float(mean), rel=1e-14)
     assert rest == pytest.approx(float(variance), rel=1e-12)
+
+
+@pytest.mark.parametrize(("t", "e"), [(7.8, 2.05), (8.0, 2.2), (9.0, 2.3), (10.0, 2.05), (-8.5, 2.4)])
+def test_wide_far_windows_by_decimals_match_200_digit_reference(t: float, e: float) -> None:
+    """Windows wider than the quadrature's, 5.7 to 8 standard deviations out, with the far
+    edge still within double range: truncation._far_window's extended precision. V flips with
+    the sign of t, and W is 1 − (the variance)."""
+    mean, variance = reference_draw_moments(abs(t), e)
+    v, w, rest = draw(t, e)
+    # Extended precision throughout: the double result is the reference rounded.
+    assert v == pytest.approx(mean if t > 0 else -mean, rel=1e-15)
+    assert rest == pytest.approx(variance, rel=1e-15)
+    assert w == pytest.approx(1.0 - variance, rel=1e-15)
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.999, 1 - 2**-40, 0.9999999999999999])

@@ -19,16 +19,22 @@ Python (`messages.run`) the games it does not solve: games of three or more team
 with an improper cavity, and draws whose window is wide and far in the tail (the decimal
 integration, `_far_window`, is not compiled: it yields NaN here). Those go through Game.
 
-The compiled code is cached next to this file (numba's cache=True; in a user cache
-directory when that is read-only, NUMBA_CACHE_DIR if set; compiled in each process, ~5–12 s,
-when nothing is writable). Numba checks only this file's time stamp: after changing
-truncation.py or normal.py, delete app/rating/history/__pycache__/kernel.*.nb*.
+The compiled code is cached (numba's cache=True) in a directory named after a hash of every
+source it is compiled from, `cache_directory()`: numba checks only this file's contents, so an
+edit to truncation.py, normal.py or game.py's constants would otherwise leave the kernel running
+the old code from its cache. The directory lies under NUMBA_CACHE_DIR if set, else in this
+package's __pycache__, else in the user's cache directory; when none is writable the kernel
+is compiled afresh in each process.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numba
@@ -36,13 +42,15 @@ import numpy as np
 from numba.extending import overload, register_jitable
 
 from app.rating import normal, truncation
+from app.rating.history import game
 from app.rating.history.game import NEGLIGIBLE_W
 from app.rating.history.schedule import Pass
 from app.rating.history.structure import Array, Flat, Index, Mask
 
 Function = TypeVar("Function", bound=Callable[..., Any])
 
-for _function in (
+# The functions of other modules compiled into the kernel, as they are in Python.
+COMPILED_FUNCTIONS = (
     normal.laplace_fractions,
     normal.cdf,
     normal.erfcx,
@@ -53,8 +61,56 @@ for _function in (
     truncation._narrow_window,
     truncation.win,
     truncation.draw,
-):
+)
+# Every module whose code or constants the kernel compiles (numba freezes a global's value
+# into the code): the cache is keyed by their sources.
+COMPILED_MODULES = (normal, truncation, game)
+
+for _function in COMPILED_FUNCTIONS:
     register_jitable(_function)
+
+_CACHE_PREFIX = "kernel-"
+# numba's settings, NUMBA_CACHE_DIR among them, read from the environment at its import (its
+# attributes are set in a loop, which a type checker cannot see).
+_numba_config: Any = numba.config
+
+
+def sources_hash() -> str:
+    """A hash of the sources the kernel is compiled from: this file and COMPILED_MODULES."""
+    digest = hashlib.sha256()
+    for path in (Path(__file__), *(Path(str(module.__file__)) for module in COMPILED_MODULES)):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _writable(directory: Path) -> bool:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK)
+
+
+def cache_directory() -> Path | None:
+    """Where the compiled kernel is cached: a directory of its own per sources_hash(), so an
+    edit to any compiled source compiles afresh. Under NUMBA_CACHE_DIR if set, else in this
+    package's __pycache__ (where older hashes' directories are removed), else in the user's
+    cache directory; None when none is writable."""
+    name = _CACHE_PREFIX + sources_hash()
+    if _numba_config.CACHE_DIR:
+        base = Path(_numba_config.CACHE_DIR)
+        return base / name if _writable(base / name) else None
+    local = Path(__file__).parent / "__pycache__"
+    if _writable(local / name):
+        for stale in local.glob(_CACHE_PREFIX + "*"):
+            if stale.name != name:
+                shutil.rmtree(stale, ignore_errors=True)
+        return local / name
+    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skillservice" / name
+    return user if _writable(user) else None
+
+
+_CACHE_DIRECTORY = cache_directory()
 
 
 @overload(truncation._far_window)
@@ -68,10 +124,16 @@ def _far_window_compiled(t: Any, e: Any) -> Callable[[float, float], tuple[float
 def _compiled(function: Function, cache: bool = True) -> Function:
     # error_model="numpy": a division by zero gives inf or nan, as in NumPy, where a flat
     # message (precision 0) is divided by; those results are then replaced by (0, 0).
-    try:
-        return cast(Function, numba.njit(cache=cache, error_model="numpy")(function))
-    except RuntimeError:  # no writable cache directory at all: compile in each process
+    if not cache or _CACHE_DIRECTORY is None:
         return cast(Function, numba.njit(error_model="numpy")(function))
+    # NUMBA_CACHE_DIR's value in the process: numba picks the directory when caching is
+    # enabled, at decoration, and the setting is put back for every other numba user.
+    chosen = _numba_config.CACHE_DIR
+    _numba_config.CACHE_DIR = str(_CACHE_DIRECTORY)
+    try:
+        return cast(Function, numba.njit(cache=True, error_model="numpy")(function))
+    finally:
+        _numba_config.CACHE_DIR = chosen
 
 
 def _scalar(function: Function) -> Function:

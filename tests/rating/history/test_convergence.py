@@ -67,6 +67,9 @@ def build(spec: dict[str, Any], library: Any) -> Any:
 
 
 def distance(curves: dict[str, Any], fixed: dict[str, Any]) -> float:
+    # The same players, each with a curve: empty curves would be at distance 0 from anything.
+    assert fixed and curves.keys() == fixed.keys()
+    assert all(curve and len(curve) == len(curves[name]) for name, curve in fixed.items())
     worst = 0.0
     for name, curve in fixed.items():
         for (_, a), (_, b) in zip(curve, curves[name], strict=True):

@@ -159,14 +159,19 @@ def test_weighted_histories_match_the_peer(monkeypatch: pytest.MonkeyPatch) -> N
         times.append(float(g // 4))
     ours = History(composition, results, times, gamma=0.05, weights=weights)
     theirs = peer.History(composition, results, times, gamma=0.05, weights=weights)
-    for name, curve in ours.learning_curves().items():
-        for (_, a), (_, b) in zip(curve, theirs.learning_curves()[name], strict=True):
-            assert abs(a.mu - b.mu) < 1e-6 and abs(a.sigma - b.sigma) < 1e-6
+
+    def assert_same_curves() -> None:
+        mine, other = ours.learning_curves(), theirs.learning_curves()
+        assert mine and mine.keys() == other.keys()  # empty curves would compare nothing
+        for name, curve in mine.items():
+            assert len(curve) == len(other[name]) > 0
+            for (_, a), (_, b) in zip(curve, other[name], strict=True):
+                assert abs(a.mu - b.mu) < 1e-6 and abs(a.sigma - b.sigma) < 1e-6
+
+    assert_same_curves()
     ours.convergence(epsilon=1e-10, iterations=3000)
     theirs.convergence(epsilon=1e-10, iterations=3000, verbose=False)
-    for name, curve in ours.learning_curves().items():
-        for (_, a), (_, b) in zip(curve, theirs.learning_curves()[name], strict=True):
-            assert abs(a.mu - b.mu) < 1e-6 and abs(a.sigma - b.sigma) < 1e-6
+    assert_same_curves()
 
 
 def test_prior_is_the_last_posterior_drifted_to_the_time_asked() -> None:

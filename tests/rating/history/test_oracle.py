@@ -87,9 +87,9 @@ def build(spec: dict[str, Any], library: Any, gaussian: Any, player: Any) -> Any
 
 def assert_same_curves(ours: History, theirs: Any, tolerance: float) -> None:
     mine, other = ours.learning_curves(), theirs.learning_curves()
-    assert mine.keys() == other.keys()
+    assert mine and mine.keys() == other.keys()
     for name, curve in mine.items():
-        assert [t for t, _ in curve] == [t for t, _ in other[name]]
+        assert curve and [t for t, _ in curve] == [t for t, _ in other[name]]
         for (_, a), (_, b) in zip(curve, other[name], strict=True):
             assert abs(a.mu - b.mu) < tolerance and abs(a.sigma - b.sigma) < tolerance, (name, a, b)
 

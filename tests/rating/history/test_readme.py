@@ -24,9 +24,11 @@ def close(a: Any, b: Any) -> bool:
 
 
 def curves_close(a: Any, b: Any) -> None:
-    theirs = b.learning_curves()
-    for name, curve in a.learning_curves().items():
-        assert [t for t, _ in curve] == [t for t, _ in theirs[name]]
+    mine, theirs = a.learning_curves(), b.learning_curves()
+    # The same players, each with a curve: an empty history would compare nothing.
+    assert mine and mine.keys() == theirs.keys()
+    for name, curve in mine.items():
+        assert curve and [t for t, _ in curve] == [t for t, _ in theirs[name]]
         assert all(close(x, y) for (_, x), (_, y) in zip(curve, theirs[name], strict=True)), name
 
 
@@ -38,7 +40,10 @@ def test_the_game_examples() -> None:
         three = lib.Game([[a1], [a2, a3], [a4]], [1, 0, 0], p_draw=0.25)
         return [two, three]
 
-    for mine, theirs in zip(games(ours), games(peer), strict=True):
+    for mine, theirs, sizes in zip(games(ours), games(peer), ([2, 2], [1, 2, 1]), strict=True):
+        # A message and a posterior per player: empty lists would compare nothing.
+        assert [len(team) for team in mine.likelihoods] == sizes
+        assert [len(team) for team in mine.posteriors()] == sizes
         assert mine.evidence == pytest.approx(theirs.evidence, abs=1e-6)
         for lk_a, lk_b in zip(mine.likelihoods, theirs.likelihoods, strict=True):
             assert all(close(x, y) for x, y in zip(lk_a, lk_b, strict=True))

@@ -1,0 +1,385 @@
+"""The live clock: the scenario through HTTP against a running service, in real time.
+
+The same population and behaviour as the virtual clock, played through the typed client
+(app.client): each party queues a ticket (`create_ticket`, with its latencies) and long-polls
+it (`get_ticket(wait=)`); one lobby loop calls `matchmake` every interval (again at once while
+it forms matches); the first ticket of each proposal hosts the match: it plays it out (the
+match's length in real seconds), draws the outcome from the true skills and posts the result
+(`post_match`, the proposal's id as match_id), and its teammates and opponents pause and queue
+again once the result is in. Every failed call is an error line of the run; at the end every
+player's match count is read back from the leaderboard, and a match whose result the service
+does not hold is a lost result. It is also the service's end-to-end soak.
+
+The run gets a mode of its own (the scenario's mode name plus a fresh suffix) and players
+named after it, so it never touches other data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+
+from app.client import ApiError, AsyncClient
+from app.matches.schemas import MatchPlayerOut
+from app.queues.schemas import ProposalOut, TicketOut
+from app.simulation.baselines import elo_deltas
+from app.simulation.population import Behaviour, Offline, Population, Streams
+from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
+from app.simulation.scenario import Scenario
+from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
+
+Progress = Callable[[float], None]
+# A long-poll asks for at most this many seconds (the service allows 60).
+POLL_SECONDS = 20.0
+# How long a match's players wait for its host beyond ten match lengths before giving up.
+HOST_PATIENCE = 60.0
+
+
+def read_ratings(url: str, key: str, mode: str) -> list[tuple[float, float]]:
+    """Every (mu, sigma) on mode's leaderboard, for population.from_mode."""
+    return asyncio.run(_read_ratings(url, key, mode))
+
+
+async def _read_ratings(url: str, key: str, mode: str) -> list[tuple[float, float]]:
+    found: list[tuple[float, float]] = []
+    async with AsyncClient(url, key) as api:
+        cursor: str | None = None
+        while True:
+            page = await api.get_leaderboard(mode, limit=500, cursor=cursor)
+            found += [(entry.rating.mu, entry.rating.sigma) for entry in page.entries]
+            cursor = page.next_cursor
+            if cursor is None:
+                return found
+
+
+@dataclass(slots=True)
+class Played:
+    """A hosted match once its result is in (or failed to post)."""
+
+    posted: bool
+
+
+class LiveRun:
+    def __init__(
+        self, scenario: Scenario, population: Population, url: str, key: str, progress: Progress | None = None
+    ) -> None:
+        self.scenario, self.population, self.url, self.key = scenario, population, url, key
+        self.progress = progress or (lambda _: None)
+        token = secrets.token_hex(3)
+        self.mode = f"{scenario.mode.name}-{token}"
+        self.ids = [f"sim{token}-{number}" for number in range(len(population))]
+        self.index = {player: number for number, player in enumerate(self.ids)}
+        streams = Streams.of(scenario.seed)
+        self.behaviour = Behaviour(scenario, streams.behaviour)
+        self.outcomes = streams.outcomes
+        self.columns = PlayerColumns(
+            population.skill.copy(),
+            population.mu.copy(),
+            population.sigma.copy(),
+            np.full(len(population), scenario.mode.mu),
+            scenario.mode.conservative_k,
+        )
+        self.recorder = Recorder(len(population))
+        self.offline = Offline(population.home, len(population.regions))
+        self.matches: dict[str, asyncio.Future[Played]] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.hosted = 0
+        self.lost = 0
+        self.started = 0.0
+        self.arrivals_done = False
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    def fail(self, what: str, error: Exception) -> None:
+        detail = str(error).splitlines()[0] if str(error) else error.__class__.__name__
+        self.recorder.errors.append(f"{what}: {detail}")
+
+    async def run(self) -> Run:
+        wall = time.perf_counter()
+        async with AsyncClient(self.url, self.key) as api:
+            # Every rated player on the leaderboard, for the final check of lost results.
+            await api.put_mode(self.mode, **{**self.scenario.mode.body, "min_matches_for_leaderboard": 0})
+            await self._seed_ratings(api)
+            self.started = time.monotonic()
+            lobby = asyncio.create_task(self._lobby(api))
+            await self._arrivals()
+            while self.tasks:
+                await asyncio.gather(*list(self.tasks))
+            await lobby
+            lost = await self._check(api)
+        self.progress(1.0)
+        return self.recorder.finish(
+            "live",
+            "quality",
+            self.scenario.mode.teams,
+            self.scenario.duration_seconds,
+            time.perf_counter() - wall,
+            self.columns,
+            lost,
+        )
+
+    async def _seed_ratings(self, api: AsyncClient) -> None:
+        """Players of a population read from a mode start from their ratings there."""
+        if self.scenario.population.from_mode is None:
+            return
+        gate = asyncio.Semaphore(16)
+
+        async def seed(number: int) -> None:
+            async with gate:
+                await api.set_rating(
+                    self.ids[number],
+                    self.mode,
+                    float(self.population.mu[number]),
+                    float(self.population.sigma[number]),
+                )
+
+        await asyncio.gather(*(seed(number) for number in range(len(self.population))))
+
+    async def _arrivals(self) -> None:
+        duration = self.scenario.duration_seconds
+        wanted = round(self.scenario.arrivals.initial_share * len(self.population))
+        started = 0
+        while started < wanted:
+            came = self._arrive()
+            if not came:
+                break
+            started += came
+        moment = 0.0
+        while True:
+            moment = self.behaviour.next_arrival(moment)
+            if not math.isfinite(moment):
+                break
+            await asyncio.sleep(max(0.0, moment - self.now()))
+            self.progress(min(self.now() / duration, 1.0))
+            self._arrive()
+        await asyncio.sleep(max(0.0, duration - self.now()))
+        self.arrivals_done = True
+
+    def _arrive(self) -> int:
+        size = self.behaviour.party_size()
+        players = self.offline.take(self.behaviour.rng, size)
+        if not players:
+            self.recorder.turned_away += size
+            return 0
+        task = asyncio.create_task(self._session(players))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return len(players)
+
+    async def _lobby(self, api: AsyncClient) -> None:
+        """The lobby's matchmaking loop: again at once while it forms matches, else after the
+        interval; it stops once the run is over and every session has ended."""
+        interval = self.scenario.matchmaker.interval_seconds
+        while not (self.arrivals_done and not self.tasks):
+            try:
+                made = await api.matchmake(self.mode, self.scenario.matchmaker.max_matches)
+                formed = len(made.matches)
+            except (ApiError, httpx.HTTPError) as exc:
+                self.fail("matchmake", exc)
+                formed = 0
+            if not formed:
+                await asyncio.sleep(interval)
+
+    def _ticket_body(self, players: list[int]) -> dict[str, object]:
+        body: dict[str, object] = {"players": [self.ids[p] for p in players]}
+        if self.population.latency is not None:
+            worst = self.population.latency[players].max(axis=0)
+            body["latencies"] = {
+                name: round(float(ms), 3)
+                for name, ms in zip(self.population.regions, worst.tolist(), strict=True)
+                if math.isfinite(ms)
+            }
+        return body
+
+    async def _session(self, players: list[int]) -> None:
+        remaining = self.behaviour.session_matches()
+        home = int(self.population.home[players[0]])
+        skill = float(self.columns.skill[players].mean())
+        try:
+            async with AsyncClient(self.url, self.key) as api:
+                while remaining > 0 and self.now() < self.scenario.duration_seconds:
+                    try:
+                        ticket = await api.create_ticket(self.mode, self._ticket_body(players))
+                    except (ApiError, httpx.HTTPError) as exc:
+                        self.fail("create_ticket", exc)
+                        return
+                    queued_at = self.now()
+                    before = float(self.columns.games[players].mean())
+                    state = await self._wait(api, ticket.ticket_id)
+                    waited = self.now() - queued_at
+                    if state is None or state.status != "matched" or state.match is None:
+                        outcome = EXPIRED if state is not None and state.status == "expired" else LEFT_AT_END
+                        self.recorder.ticket(queued_at, waited, outcome, len(players), skill, before, home)
+                        return
+                    self.recorder.ticket(queued_at, waited, MATCHED, len(players), skill, before, home)
+                    proposal = state.match
+                    played = self.matches.setdefault(
+                        proposal.proposal_id, asyncio.get_running_loop().create_future()
+                    )
+                    if proposal.ticket_ids[0] == ticket.ticket_id:
+                        await self._host(api, proposal, played)
+                    if not await self._result(proposal.proposal_id, played):
+                        return
+                    remaining -= 1
+                    if remaining > 0:
+                        await asyncio.sleep(self.behaviour.pause())
+        finally:
+            self.offline.put_back(players)
+
+    async def _result(self, proposal_id: str, played: asyncio.Future[Played]) -> bool:
+        """Whether the match was played out; a host never heard from (its own poll failed) is an
+        error and a lost result, once, and its players leave."""
+        patience = HOST_PATIENCE + 10 * self.scenario.sessions.match_seconds
+        try:
+            await asyncio.wait_for(asyncio.shield(played), patience)
+        except TimeoutError:
+            if not played.done():
+                played.set_result(Played(False))
+                self.lost += 1
+                self.recorder.errors.append(f"match {proposal_id}: its host never played it")
+            return False
+        return True
+
+    async def _wait(self, api: AsyncClient, ticket_id: str) -> TicketOut | None:
+        """The ticket once it leaves `queued`; past the run's end a queued ticket is cancelled."""
+        cancelled = False
+        while True:
+            left = self.scenario.duration_seconds - self.now()
+            try:
+                if left <= 0 and not cancelled:
+                    cancelled = True
+                    try:
+                        await api.cancel_ticket(self.mode, ticket_id)
+                    except ApiError as exc:
+                        if exc.status != 409:  # 409: matched meanwhile, which the poll shows
+                            raise
+                state = await api.get_ticket(
+                    self.mode, ticket_id, wait=max(0.5, min(POLL_SECONDS, left)) if left > 0 else 0.5
+                )
+            except (ApiError, httpx.HTTPError) as exc:
+                self.fail("get_ticket", exc)
+                return None
+            if state.status != "queued":
+                return state
+
+    async def _host(self, api: AsyncClient, proposal: ProposalOut, played: asyncio.Future[Played]) -> None:
+        """Play the match out and post its result; its players learn of it through `played`."""
+        formed = self.now()
+        teams = [[self.index[player] for player in team] for team in proposal.teams]
+        mode, truth = self.scenario.mode, self.scenario.truth
+        skills = np.array([[self.columns.skill[team].sum() for team in teams]])
+        if len(teams) == 2:
+            outcome = int(
+                two_team_outcomes(
+                    self.outcomes,
+                    skills[:, 0],
+                    skills[:, 1],
+                    mode.team_size,
+                    truth.beta,
+                    truth.draw_probability,
+                )[0]
+            )
+            placed = np.array(
+                [[2.0 if outcome == SECOND_WINS else 1.0, 2.0 if outcome == FIRST_WINS else 1.0]]
+            )
+        else:
+            placed = ranks(self.outcomes, skills, mode.team_size, truth.beta, truth.draw_probability)
+            outcome = -1
+        await asyncio.sleep(self.behaviour.match_length())
+        body = {
+            "match_id": proposal.proposal_id,
+            "mode": self.mode,
+            "teams": [
+                {"players": [{"id": self.ids[p]} for p in team], "rank": float(rank)}
+                for team, rank in zip(teams, placed[0].tolist(), strict=True)
+            ],
+        }
+        try:
+            result = await api.post_match(body)
+        except (ApiError, httpx.HTTPError) as exc:
+            self.fail("post_match", exc)
+            self.lost += 1
+            played.set_result(Played(False))
+            return
+        self._rated(teams, placed, outcome, proposal, result.players, formed)
+        played.set_result(Played(True))
+
+    def _rated(
+        self,
+        teams: list[list[int]],
+        placed: npt.NDArray[np.float64],
+        outcome: int,
+        proposal: ProposalOut,
+        players: list[MatchPlayerOut],
+        formed: float,
+    ) -> None:
+        """Mirror the service's new ratings and tally the match (as the virtual clock does)."""
+        mode = self.scenario.mode
+        before = {self.index[p.player_id]: p.before for p in players}
+        for p in players:
+            number = self.index[p.player_id]
+            self.columns.mu[number], self.columns.sigma[number] = p.after.mu, p.after.sigma
+        members = np.array(teams, dtype=np.int64)
+        elo = self.columns.elo[members][None]
+        self.columns.elo[members] = (elo + elo_deltas(elo, placed, mode.beta)[:, :, None])[0]
+        duels = np.where(placed[0][:, None] < placed[0][None, :], 1.0, 0.0)
+        duels = np.where(placed[0][:, None] == placed[0][None, :], 0.5, duels)
+        score = (duels * (1.0 - np.eye(len(teams)))).sum(axis=1) / (len(teams) - 1)
+        beta2 = mode.beta * mode.beta
+        mu_sum = [sum(before[p].mu for p in team) for team in teams]
+        spread = sum(before[p].sigma ** 2 + beta2 for team in teams for p in team)
+        regions = list(self.population.regions)
+        self.recorder.matches(
+            np.array([formed]),
+            np.array([proposal.quality]),
+            np.array([mu_sum[0] - mu_sum[1] if len(teams) == 2 else math.nan]),
+            np.array([spread]),
+            np.array([outcome], dtype=np.int64),
+            np.array([regions.index(proposal.region) if proposal.region in regions else -1], dtype=np.int64),
+        )
+        drift = self.scenario.truth.skill_drift
+        flat = members.ravel()
+        if drift > 0:
+            self.columns.skill[flat] += self.outcomes.normal(0.0, drift, len(flat))
+        self.columns.finished(flat, np.repeat(score, mode.team_size))
+
+    async def _check(self, api: AsyncClient) -> int:
+        """Lost results: matches whose post failed, and any player whose match count on the
+        service's leaderboard differs from the matches posted for them."""
+        held: dict[str, int] = {}
+        cursor: str | None = None
+        try:
+            while True:
+                page = await api.get_leaderboard(self.mode, limit=500, cursor=cursor)
+                held.update((entry.player_id, entry.matches) for entry in page.entries)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except (ApiError, httpx.HTTPError) as exc:
+            self.fail("get_leaderboard", exc)
+            return self.lost
+        differ = [
+            (player, int(ours), held.get(player, 0))
+            for player, ours in zip(self.ids, self.columns.games.tolist(), strict=True)
+            if held.get(player, 0) != ours
+        ]
+        for player, ours, theirs in differ[:10]:
+            self.recorder.errors.append(f"player {player}: {ours} matches posted, the service holds {theirs}")
+        missing = sum(max(0, ours - theirs) for _, ours, theirs in differ)
+        return self.lost + math.ceil(missing / self.scenario.mode.players_per_match)
+
+
+def run_live(
+    scenario: Scenario, population: Population, url: str, key: str, progress: Progress | None = None
+) -> Run:
+    """One run of the scenario through the service at `url`, in real time."""
+    return asyncio.run(LiveRun(scenario, population, url, key, progress).run())

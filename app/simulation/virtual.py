@@ -1,0 +1,383 @@
+"""The virtual clock: the whole loop in process, on simulated time (pure).
+
+Players arrive, queue a ticket (their ratings read as the service reads them when a ticket
+is queued), are matched, play, get rated and queue again after a pause, until their session
+ends. Every `matchmaker.interval_seconds` of simulated time the lobby's loop calls the
+service's own matchmaking on the waiting tickets, as `POST /v1/queues/{mode}/matchmake` does:
+the pool as NumPy columns (app.matchmaking.pool.Pool) with each ticket's wait on the
+simulated clock, and `form_matches` with the mode's shape, relaxation and latency rule
+(`quality_matches`, the one call). Tickets past the mode's ticket lifetime expire and their
+players give up. A match's result is rated by the service's batch path (app.rating.levels,
+equal to one match at a time within 1e-12) and becomes visible when the match ends.
+
+Waits are exact to the matchmaking interval: a ticket queued between two calls waits for the
+next. A call whose pool cannot change its answer is skipped: too few players for a match, or
+nothing formed last time, nothing queued or gone since, and every wait past relax_seconds (the
+thresholds no longer move). Results are deterministic for a scenario and seed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from app.matchmaking.pool import Match, Pool
+from app.matchmaking.proposals import MatchShape, form_matches
+from app.rating.levels import Matches, rate_levels
+from app.simulation.baselines import elo_deltas, random_matches
+from app.simulation.population import Behaviour, Offline, Population, Streams
+from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
+from app.simulation.scenario import ModeSettings, Scenario
+from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
+from app.simulation.waiting import Waiting
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+Progress = Callable[[float], None]
+
+ARRIVE, READY, END = 0, 1, 2
+PAIRINGS = ("quality", "random")
+
+
+def quality_matches(pool: Pool, mode: ModeSettings, max_matches: int) -> list[Match]:
+    """The service's matchmaking for this mode (app.queues.service.matchmake's call)."""
+    return form_matches(
+        pool,
+        MatchShape(mode.teams, mode.team_size),
+        mode.beta,
+        mode.relaxation(),
+        max_matches,
+        mode.latency_rule(),
+    )
+
+
+@dataclass(slots=True)
+class Session:
+    players: IntArray
+    remaining: int
+    latency: FloatArray | None  # per region, the worst of its players'
+    home: int
+
+
+@dataclass(slots=True)
+class Playing:
+    """A match in play: its players and what its result does to them once it ends."""
+
+    players: IntArray
+    mu: FloatArray
+    sigma: FloatArray
+    elo: FloatArray
+    score: FloatArray
+    sessions: list[int]
+
+
+class VirtualClock:
+    def __init__(
+        self,
+        scenario: Scenario,
+        population: Population,
+        pairing: str = "quality",
+        progress: Progress | None = None,
+    ) -> None:
+        if pairing not in PAIRINGS:
+            raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
+        self.scenario, self.population, self.pairing = scenario, population, pairing
+        self.progress = progress or (lambda _: None)
+        streams = Streams.of(scenario.seed)
+        self.behaviour = Behaviour(scenario, streams.behaviour)
+        self.outcomes, self.shuffles = streams.outcomes, streams.pairing
+        self.mode = scenario.mode
+        self.env = scenario.mode.environment()
+        self.columns = PlayerColumns(
+            population.skill.copy(),
+            population.mu.copy(),
+            population.sigma.copy(),
+            np.full(len(population), scenario.mode.mu),
+            scenario.mode.conservative_k,
+        )
+        self.recorder = Recorder(len(population))
+        self.offline = Offline(population.home, len(population.regions))
+        self.waiting = Waiting(len(population.regions))
+        self.sessions: dict[int, Session] = {}
+        self.playing: dict[int, Playing] = {}
+        self.events: list[tuple[float, int, int, int]] = []
+        self.serial = 0
+        self.settled = False
+        self.refused: Counter[str] = Counter()
+
+    def run(self) -> Run:
+        started = time.perf_counter()
+        duration = self.scenario.duration_seconds
+        interval = self.scenario.matchmaker.interval_seconds
+        needed = self.mode.players_per_match
+        self._initial_sessions()
+        self._push(self.behaviour.next_arrival(0.0), ARRIVE, 0)
+        tick, now, shown = 0, 0.0, 0.0
+        while now <= duration:
+            self._events_until(now)
+            self._expire(now)
+            if self.waiting.players >= needed and not self.settled:
+                self._matchmake(now)
+            if now - shown >= duration / 500:
+                shown = now
+                self.progress(now / duration)
+            if self.settled or self.waiting.players < needed:
+                # Nothing can form before the next event or expiry: go straight there.
+                upcoming = self.events[0][0] if self.events else math.inf
+                if self.waiting.count:
+                    upcoming = min(
+                        upcoming,
+                        float(self.waiting.enqueued[: self.waiting.count].min())
+                        + self.mode.ticket_ttl_seconds,
+                    )
+                tick = max(tick + 1, math.ceil(upcoming / interval)) if math.isfinite(upcoming) else tick + 1
+                if not math.isfinite(upcoming) and not self.waiting.count:
+                    break
+            else:
+                tick += 1
+            now = tick * interval
+        self._wind_down(duration)
+        self.progress(1.0)
+        errors = [
+            f"{count} matches refused by the rating engine: {reason}"
+            for reason, count in self.refused.items()
+        ]
+        self.recorder.errors.extend(errors)
+        return self.recorder.finish(
+            "virtual", self.pairing, self.mode.teams, duration, time.perf_counter() - started, self.columns
+        )
+
+    # --- events ---
+
+    def _push(self, at: float, kind: int, ref: int) -> None:
+        if math.isfinite(at):
+            self.serial += 1
+            heapq.heappush(self.events, (at, self.serial, kind, ref))
+
+    def _events_until(self, now: float) -> None:
+        while self.events and self.events[0][0] <= now:
+            at, _, kind, ref = heapq.heappop(self.events)
+            if kind == ARRIVE:
+                self._arrive(at)
+                self._push(self.behaviour.next_arrival(at), ARRIVE, 0)
+            elif kind == READY:
+                self._queue(ref, at)
+            else:
+                self._end(ref, at)
+
+    def _initial_sessions(self) -> None:
+        wanted = round(self.scenario.arrivals.initial_share * len(self.population))
+        started = 0
+        while started < wanted:
+            players = self._arrive(0.0)
+            if not players:
+                break
+            started += players
+
+    def _arrive(self, at: float) -> int:
+        """A party starts a session and queues; the number of players who came."""
+        size = self.behaviour.party_size()
+        players = self.offline.take(self.behaviour.rng, size)
+        if not players:
+            self.recorder.turned_away += size
+            return 0
+        members = np.array(players, dtype=np.int64)
+        latency = None if self.population.latency is None else self.population.latency[members].max(axis=0)
+        self.serial += 1
+        self.sessions[self.serial] = Session(
+            members, self.behaviour.session_matches(), latency, int(self.population.home[players[0]])
+        )
+        self._queue(self.serial, at)
+        return len(players)
+
+    def _queue(self, session_id: int, at: float) -> None:
+        """A ticket for the session's party, with the ratings its players have now."""
+        session = self.sessions[session_id]
+        players = session.players
+        self.waiting.add(
+            session_id,
+            at,
+            len(players),
+            (float(self.columns.mu[players].sum()), float((self.columns.sigma[players] ** 2).sum())),
+            session.latency,
+            float(self.columns.skill[players].mean()),
+            float(self.columns.games[players].mean()),
+            session.home,
+        )
+        self.settled = False
+
+    def _leave(self, session_id: int) -> None:
+        session = self.sessions.pop(session_id)
+        self.offline.put_back(session.players.tolist())
+
+    def _tickets_left(self, rows: IntArray, waited: FloatArray, outcome: int) -> None:
+        waiting = self.waiting
+        self.recorder.tickets(
+            waiting.enqueued[rows],
+            waited,
+            np.full(len(rows), outcome),
+            waiting.size[rows],
+            waiting.skill[rows],
+            waiting.played[rows],
+            waiting.home[rows],
+        )
+
+    def _expire(self, now: float) -> None:
+        count = self.waiting.count
+        if not count:
+            return
+        ttl = self.mode.ticket_ttl_seconds
+        lapsed = np.flatnonzero(now - self.waiting.enqueued[:count] >= ttl)
+        if not len(lapsed):
+            return
+        self._tickets_left(lapsed, np.full(len(lapsed), ttl), EXPIRED)
+        for row in lapsed.tolist():
+            self._leave(int(self.waiting.session[row]))
+        self.waiting.remove(lapsed)
+        self.settled = False
+
+    # --- matchmaking and play ---
+
+    def _matchmake(self, now: float) -> None:
+        pool = self.waiting.pool(now, self.population.regions)
+        max_matches = self.scenario.matchmaker.max_matches
+        if self.pairing == "quality":
+            matches = quality_matches(pool, self.mode, max_matches)
+        else:
+            matches = random_matches(
+                pool, self.mode.teams, self.mode.team_size, self.mode.beta, self.shuffles, max_matches
+            )
+        if not matches:
+            # The thresholds stop moving once every wait is past relax_seconds: the same pool
+            # then gives the same (empty) answer until something changes.
+            self.settled = bool((pool.waited >= self.mode.relax_seconds).all())
+            return
+        self._start(matches, now)
+
+    def _start(self, matches: list[Match], now: float) -> None:
+        mode, truth = self.mode, self.scenario.truth
+        teams, size = mode.teams, mode.team_size
+        sessions = self.waiting.session
+        players = np.empty((len(matches), teams, size), dtype=np.int64)
+        rows: list[int] = []
+        for number, match in enumerate(matches):
+            for team, tickets in enumerate(match.teams):
+                members = [p for row in tickets for p in self.sessions[int(sessions[row])].players.tolist()]
+                players[number, team] = members
+            rows.extend(match.rows)
+        skills = self.columns.skill[players].sum(axis=2)
+        if teams == 2:
+            outcome = two_team_outcomes(
+                self.outcomes, skills[:, 0], skills[:, 1], size, truth.beta, truth.draw_probability
+            )
+            placed = np.stack(
+                [np.where(outcome == SECOND_WINS, 2.0, 1.0), np.where(outcome == FIRST_WINS, 2.0, 1.0)],
+                axis=1,
+            )
+        else:
+            placed = ranks(self.outcomes, skills, size, truth.beta, truth.draw_probability)
+            outcome = np.full(len(matches), -1, dtype=np.int64)
+        mu_before, sigma_before = self.columns.mu[players], self.columns.sigma[players]
+        mu_after, sigma_after = self._rate(mu_before, sigma_before, placed)
+        elo_before = self.columns.elo[players]
+        elo_after = elo_before + elo_deltas(elo_before, placed, mode.beta)[:, :, None]
+        duels = np.where(placed[:, :, None] < placed[:, None, :], 1.0, 0.0)
+        duels = np.where(placed[:, :, None] == placed[:, None, :], 0.5, duels)
+        score = ((duels * (1.0 - np.eye(teams))).sum(axis=2) / (teams - 1))[:, :, None] * np.ones(size)
+        beta2 = mode.beta * mode.beta
+        gap = (
+            mu_before[:, 0].sum(axis=1) - mu_before[:, 1].sum(axis=1)
+            if teams == 2
+            else np.full(len(matches), np.nan)
+        )
+        region_index = {name: number for number, name in enumerate(self.population.regions)}
+        self.recorder.matches(
+            np.full(len(matches), now),
+            np.array([match.quality for match in matches]),
+            gap,
+            (sigma_before**2 + beta2).sum(axis=(1, 2)),
+            outcome,
+            np.array([region_index.get(match.region or "", -1) for match in matches], dtype=np.int64),
+        )
+        taken = np.array(rows, dtype=np.int64)
+        self._tickets_left(taken, now - self.waiting.enqueued[taken], MATCHED)
+        for number, match in enumerate(matches):
+            self.serial += 1
+            self.playing[self.serial] = Playing(
+                players[number].ravel(),
+                mu_after[number].ravel(),
+                sigma_after[number].ravel(),
+                elo_after[number].ravel(),
+                score[number].ravel(),
+                [int(sessions[row]) for row in match.rows],
+            )
+            self._push(now + self.behaviour.match_length(), END, self.serial)
+        self.waiting.remove(taken)
+        self.settled = False
+
+    def _rate(self, mu: FloatArray, sigma: FloatArray, placed: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Every match's players' ratings after it, by the service's batch rating: the matches
+        share no player, so all of them are one level."""
+        count, teams, size = mu.shape
+        per_match = teams * size
+        entries = count * per_match
+        local_mu, local_sigma = mu.ravel().copy(), sigma.ravel().copy()
+        rated = rate_levels(
+            self.env,
+            Matches(
+                start=np.arange(0, entries + 1, per_match, dtype=np.int64),
+                player=np.arange(entries, dtype=np.int64),
+                team=np.tile(np.repeat(np.arange(teams, dtype=np.int64), size), count),
+                rank=np.repeat(placed.ravel(), size),
+                weight=np.ones(entries),
+                coefficient=np.full(entries, np.nan),
+            ),
+            local_mu,
+            local_sigma,
+        )
+        for reason in rated.refused.values():
+            self.refused[reason] += 1
+        return local_mu.reshape(mu.shape), local_sigma.reshape(sigma.shape)
+
+    def _end(self, ref: int, at: float) -> None:
+        """A match ends: its result becomes visible, its players pause or leave."""
+        play = self.playing.pop(ref)
+        columns = self.columns
+        columns.mu[play.players] = play.mu
+        columns.sigma[play.players] = play.sigma
+        columns.elo[play.players] = play.elo
+        drift = self.scenario.truth.skill_drift
+        if drift > 0:
+            columns.skill[play.players] += self.outcomes.normal(0.0, drift, len(play.players))
+        columns.finished(play.players, play.score)
+        for session_id in play.sessions:
+            session = self.sessions[session_id]
+            session.remaining -= 1
+            if session.remaining > 0:
+                self._push(at + self.behaviour.pause(), READY, session_id)
+            else:
+                self._leave(session_id)
+
+    def _wind_down(self, duration: float) -> None:
+        """At the end: matches in play finish (their results count), queued tickets are left."""
+        rows = np.arange(self.waiting.count, dtype=np.int64)
+        self._tickets_left(rows, duration - self.waiting.enqueued[rows], LEFT_AT_END)
+        self.waiting.remove(rows)
+        while self.events:
+            at, _, kind, ref = heapq.heappop(self.events)
+            if kind == END:
+                self._end(ref, at)
+
+
+def run_virtual(
+    scenario: Scenario, population: Population, pairing: str = "quality", progress: Progress | None = None
+) -> Run:
+    """One run of the loop on simulated time."""
+    return VirtualClock(scenario, population, pairing, progress).run()

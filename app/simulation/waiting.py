@@ -1,0 +1,107 @@
+"""The queue of the virtual clock: waiting tickets as columns, from which each matchmaking
+call's Pool is built (pure).
+
+A ticket keeps what the service's pool record keeps (its players' Σ mu and Σ sigma² when it was
+queued, its size, its latencies) and, for the report, its players' mean true skill, games
+played and home region. Rows stay in queueing order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from app.matchmaking.latency import Latencies
+from app.matchmaking.pool import Pool
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class Waiting:
+    """The queued tickets as columns (the rows a Pool is built from), in queueing order."""
+
+    def __init__(self, regions: int) -> None:
+        self.count = 0
+        self.ids: list[str] = []
+        self.session = np.empty(64, dtype=np.int64)
+        self.enqueued = np.empty(64)
+        self.size = np.empty(64, dtype=np.int64)
+        self.mu = np.empty(64)
+        self.var = np.empty(64)
+        self.skill = np.empty(64)
+        self.played = np.empty(64)
+        self.home = np.empty(64, dtype=np.int64)
+        self.latency = np.empty((64, regions)) if regions else None
+        self.players = 0
+        self.serial = 0
+
+    def add(
+        self,
+        session: int,
+        at: float,
+        size: int,
+        sums: tuple[float, float],
+        latency: FloatArray | None,
+        skill: float,
+        played: float,
+        home: int,
+    ) -> None:
+        """A ticket: its session, when queued, its players, their Σ mu and Σ sigma², latencies,
+        and (for the report) their mean true skill, mean games played and home region."""
+        if self.count == len(self.session):
+            grow = len(self.session)
+            self.session = np.concatenate([self.session, np.empty(grow, dtype=np.int64)])
+            self.enqueued = np.concatenate([self.enqueued, np.empty(grow)])
+            self.size = np.concatenate([self.size, np.empty(grow, dtype=np.int64)])
+            self.mu = np.concatenate([self.mu, np.empty(grow)])
+            self.var = np.concatenate([self.var, np.empty(grow)])
+            self.skill = np.concatenate([self.skill, np.empty(grow)])
+            self.played = np.concatenate([self.played, np.empty(grow)])
+            self.home = np.concatenate([self.home, np.empty(grow, dtype=np.int64)])
+            if self.latency is not None:
+                self.latency = np.concatenate([self.latency, np.empty((grow, self.latency.shape[1]))])
+        row = self.count
+        self.session[row], self.enqueued[row], self.size[row] = session, at, size
+        self.mu[row], self.var[row] = sums
+        self.skill[row], self.played[row], self.home[row] = skill, played, home
+        if self.latency is not None and latency is not None:
+            self.latency[row] = latency
+        self.ids.append(str(self.serial))
+        self.serial += 1
+        self.count += 1
+        self.players += size
+
+    def remove(self, rows: IntArray) -> None:
+        keep = np.ones(self.count, dtype=bool)
+        keep[rows] = False
+        kept = np.flatnonzero(keep)
+        n = len(kept)
+        self.session[:n] = self.session[kept]
+        self.enqueued[:n] = self.enqueued[kept]
+        self.players -= int(self.size[rows].sum())
+        self.size[:n] = self.size[kept]
+        self.mu[:n] = self.mu[kept]
+        self.var[:n] = self.var[kept]
+        self.skill[:n] = self.skill[kept]
+        self.played[:n] = self.played[kept]
+        self.home[:n] = self.home[kept]
+        if self.latency is not None:
+            self.latency[:n] = self.latency[kept]
+        self.ids = [self.ids[i] for i in kept.tolist()]
+        self.count = n
+
+    def pool(self, now: float, regions: tuple[str, ...]) -> Pool:
+        n = self.count
+        latencies = None
+        if self.latency is not None:
+            latencies = Latencies(regions, self.latency[:n].copy(), np.ones(n, dtype=np.bool_))
+        return Pool(
+            self.ids,
+            self.size[:n].copy(),
+            self.mu[:n].copy(),
+            self.var[:n].copy(),
+            now - self.enqueued[:n],
+            np.zeros(n, dtype=np.int64),
+            latencies,
+        )

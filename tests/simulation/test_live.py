@@ -1,0 +1,86 @@
+"""The live clock against a running service: tickets, long-polls, matchmake and match posts
+over HTTP, with nothing lost."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.client import AsyncClient
+from app.simulation.live import LiveRun, _read_ratings
+from app.simulation.population import Streams, build
+from app.simulation.record import MATCHED
+from tests.conftest import ADMIN_KEY
+from tests.simulation.helpers import scenario
+
+pytestmark = pytest.mark.slow
+
+REGIONS = [
+    {"name": "eu", "share": 0.6, "latency_ms": 30, "latency_sd_ms": 5, "others": {"na": 80}},
+    {"name": "na", "share": 0.4, "latency_ms": 35, "latency_sd_ms": 5, "others": {"eu": 80}},
+]
+
+
+async def leaderboard(url: str, mode: str) -> dict[str, tuple[float, float, int]]:
+    async with AsyncClient(url, ADMIN_KEY) as api:
+        page = await api.get_leaderboard(mode, limit=500)
+    return {e.player_id: (e.rating.mu, e.rating.sigma, e.matches) for e in page.entries}
+
+
+async def test_a_short_live_run_loses_nothing_and_mirrors_the_services_ratings(live_server: str) -> None:
+    short = scenario(
+        "live",
+        duration="12s",
+        population={"size": 40},
+        arrivals={"players_per_second": 1.0, "initial_share": 0.6},
+        sessions={"matches": 5, "fixed": False, "pause_seconds": 0.2, "match_seconds": 1.0},
+        parties={"1": 0.8, "2": 0.2},
+        regions=REGIONS,
+        mode={
+            "teams": 2,
+            "team_size": 2,
+            "relax_seconds": 2,
+            "max_latency_ms": 60,
+            "max_latency_relaxed_ms": 150,
+        },
+        matchmaker={"interval_seconds": 0.1},
+    )
+    players = build(short, Streams.of(short.seed).population)
+    live = LiveRun(short, players, live_server, ADMIN_KEY)
+    run = await live.run()
+    assert run.clock == "live"
+    assert run.errors == ()
+    assert run.lost_results == 0
+    assert run.matches >= 10
+    assert int(run.games.sum()) == 4 * run.matches
+    matched = run.ticket_outcome == MATCHED
+    assert int(run.ticket_players[matched].sum()) == 4 * run.matches
+    # The run's ratings are the service's, player by player.
+    held = await leaderboard(live_server, live.mode)
+    for number, player in enumerate(live.ids):
+        if run.games[number]:
+            mu, sigma, count = held[player]
+            assert (mu, sigma, count) == (
+                pytest.approx(float(run.mu[number])),
+                pytest.approx(float(run.sigma[number])),
+                int(run.games[number]),
+            )
+    assert set(run.match_region.tolist()) <= {0, 1}
+
+    # A population read from that mode starts, on a new mode, from those ratings.
+    rated = await _read_ratings(live_server, ADMIN_KEY, live.mode)
+    assert sorted(rated) == sorted((mu, sigma) for mu, sigma, _ in held.values())
+    again = scenario(
+        "again",
+        duration="2s",
+        population={"size": 5, "from_mode": live.mode},
+        arrivals={"players_per_second": 1e-6, "initial_share": 0.0},
+    )
+    seeded = build(again, Streams.of(again.seed).population, rated)
+    second = LiveRun(again, seeded, live_server, ADMIN_KEY)
+    rerun = await second.run()
+    assert (rerun.errors, rerun.lost_results, rerun.matches) == ((), 0, 0)
+    now = await leaderboard(live_server, second.mode)
+    assert [now[player][:2] for player in second.ids] == [
+        (pytest.approx(mu), pytest.approx(sigma))
+        for mu, sigma in zip(seeded.mu.tolist(), seeded.sigma.tolist(), strict=True)
+    ]

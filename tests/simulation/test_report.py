@@ -1,0 +1,48 @@
+"""The report of one run: every section a table and a chart, the targets first."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from app.simulation.markdown import Result
+from app.simulation.report import single
+from app.simulation.virtual import run_virtual
+from tests.simulation.helpers import population, scenario
+
+
+def result() -> Result:
+    regions = [
+        {"name": "eu", "share": 0.5, "latency_ms": 30, "latency_sd_ms": 5, "others": {"na": 80}},
+        {"name": "na", "share": 0.5, "latency_ms": 30, "latency_sd_ms": 5, "others": {"eu": 80}},
+    ]
+    tiny = scenario(regions=regions, mode={"max_latency_ms": 60, "max_latency_relaxed_ms": 150})
+    players = population(tiny)
+    return Result(
+        tiny,
+        run_virtual(tiny, players),
+        run_virtual(tiny, players, "random"),
+        players.skill.copy(),
+        "skillservice simulate tiny.toml --out report",
+    )
+
+
+def test_the_report_links_every_chart_it_writes_and_answers_the_targets() -> None:
+    report = single(result())
+    text = report.markdown
+    linked = set(re.findall(r"!\[[^\]]*\]\(([^)]+\.svg)\)", text))
+    assert linked == set(report.charts)
+    assert {"convergence.svg", "fairness.svg", "draws_accumulated.svg", "calibration.svg"} <= linked
+    for svg in report.charts.values():
+        ET.fromstring(svg)
+    headings = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
+    assert headings[:2] == ["Targets", "Headline"]
+    assert {"Time to match", "Match quality", "Fairness", "Convergence", "Calibration"} <= set(headings)
+    for target in ("win 35–65%", "above Elo's at every checkpoint", "fewer games than random pairing"):
+        assert re.search(
+            rf"^\| [^|]*{re.escape(target)}[^|]* \| .+ \| (yes|\*\*no\*\*) \|$", text, re.MULTILINE
+        )
+    # The regions' waits have a row each, and the command that made it is quoted.
+    assert re.search(r"^\| eu \| \d+ \|", text, re.MULTILINE)
+    assert re.search(r"^\| na \| \d+ \|", text, re.MULTILINE)
+    assert "`skillservice simulate tiny.toml --out report`" in text

@@ -1,0 +1,125 @@
+"""The virtual clock: the service's matchmaking and rating on simulated time."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED
+from app.simulation.virtual import run_virtual
+from tests.simulation.helpers import population, scenario
+
+
+def columns(run: object) -> dict[str, object]:
+    return {field.name: getattr(run, field.name) for field in dataclasses.fields(run)}  # type: ignore[arg-type]
+
+
+def test_a_seed_gives_the_same_run_and_another_seed_another() -> None:
+    first = scenario()
+    one = run_virtual(first, population(first))
+    two = run_virtual(first, population(first))
+    for name, value in columns(one).items():
+        if name == "wall_seconds":
+            continue
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, columns(two)[name]), name
+        else:
+            assert value == columns(two)[name], name
+    other = scenario(seed=8)
+    three = run_virtual(other, population(other))
+    assert not np.array_equal(one.skill, three.skill)
+    assert one.matches != three.matches or not np.array_equal(one.match_quality, three.match_quality)
+
+
+def test_every_ticket_leaves_once_and_every_match_is_played_out() -> None:
+    tiny = scenario(mode={"teams": 2, "team_size": 2}, parties={"1": 0.7, "2": 0.3})
+    run = run_virtual(tiny, population(tiny))
+    assert run.matches > 50
+    # Each match's four players played it, parties included.
+    assert int(run.games.sum()) == 4 * run.matches
+    matched = run.ticket_outcome == MATCHED
+    assert int(run.ticket_players[matched].sum()) == 4 * run.matches
+    assert set(np.unique(run.ticket_players).tolist()) == {1, 2}
+    assert set(np.unique(run.ticket_outcome).tolist()) <= {MATCHED, EXPIRED, LEFT_AT_END}
+    assert (run.ticket_waited >= 0).all()
+    # Queued between two calls a second apart: no matched ticket waits less than nothing.
+    assert (run.match_formed <= tiny.duration_seconds).all()
+
+
+def test_the_loop_recovers_the_true_skills_and_predicts_its_draws() -> None:
+    tiny = scenario()
+    run = run_virtual(tiny, population(tiny))
+    last = run.checkpoints[-1]
+    assert last.games >= 20
+    assert last.displayed > 0.9
+    assert last.displayed > last.elo
+    drawn = (run.match_outcome == 1).mean()
+    assert 0.03 < drawn < 0.12  # the mode's draw probability, 0.1, is for equal players
+
+
+def test_a_mode_too_strict_for_new_players_matches_nobody_and_their_tickets_expire() -> None:
+    # New players (sigma 25/3) can reach a quality of at most sqrt(2β²/(2β² + 2σ²)) ≈ 0.45.
+    strict = scenario(
+        mode={"quality_start": 0.9, "quality_floor": 0.9, "ticket_ttl_seconds": 120},
+        sessions={"matches": 1},
+        duration="10m",
+    )
+    run = run_virtual(strict, population(strict))
+    assert run.matches == 0
+    assert (run.ticket_outcome == EXPIRED).all()
+    assert len(run.ticket_outcome) == 100
+    assert np.allclose(run.ticket_waited, 120.0)
+
+
+def test_relaxation_lets_new_players_match_once_the_threshold_drops() -> None:
+    relaxing = scenario(
+        mode={"quality_start": 0.9, "quality_floor": 0.0, "relax_seconds": 100}, duration="10m"
+    )
+    run = run_virtual(relaxing, population(relaxing))
+    first_round = run.ticket_enqueued == 0.0
+    # Matched only when the threshold of their wait fell below their quality (at most ~0.45).
+    assert (run.ticket_waited[first_round & (run.ticket_outcome == MATCHED)] >= 45.0).all()
+
+
+def test_under_a_latency_rule_players_far_from_every_other_region_play_at_home() -> None:
+    regions = [
+        {"name": "eu", "share": 0.5, "latency_ms": 30, "latency_sd_ms": 5},
+        {"name": "na", "share": 0.5, "latency_ms": 30, "latency_sd_ms": 5},
+    ]
+    ruled = scenario(regions=regions, mode={"max_latency_ms": 60})
+    run = run_virtual(ruled, population(ruled))
+    assert run.matches > 50
+    matched = run.ticket_outcome == MATCHED
+    # Tickets list only their home region, so every match is named for its players' home.
+    for number in (0, 1):
+        assert 2 * int((run.match_region == number).sum()) == int(
+            (matched & (run.ticket_region == number)).sum()
+        )
+    assert (run.match_region >= 0).all()
+
+
+def test_random_pairing_makes_worse_matches_than_the_quality_matchmaker() -> None:
+    tiny = scenario()
+    quality = run_virtual(tiny, population(tiny), "quality")
+    random = run_virtual(tiny, population(tiny), "random")
+    assert random.pairing == "random"
+    assert random.matches > 50
+    assert random.match_quality.mean() < quality.match_quality.mean() - 0.1
+    with pytest.raises(ValueError, match="pairing must be one of"):
+        run_virtual(tiny, population(tiny), "elo")
+
+
+def test_arrivals_follow_the_daily_curve() -> None:
+    # Simulated time 0 is 10 o'clock; nobody comes before noon.
+    curve = [0.0] * 12 + [1.0] * 12
+    daily = scenario(
+        arrivals={"players_per_second": 0.02, "initial_share": 0.0, "daily_curve": curve, "start_hour": 10},
+        sessions={"matches": 1, "fixed": True},
+        duration="4h",
+    )
+    run = run_virtual(daily, population(daily))
+    hours = run.ticket_enqueued // 3600
+    assert len(hours) > 50
+    assert (hours >= 2).all()
