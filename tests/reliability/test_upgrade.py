@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -47,10 +48,13 @@ def post(http: httpx.Client, base: str, path: str, body: object = None) -> httpx
 
 
 def test_the_previous_release_and_this_one_serve_one_queue(
-    service_url: str, redis_url: str, tmp_path: Path
+    make_database: Callable[[str], str], redis_url: str, tmp_path: Path
 ) -> None:
+    # A database of its own, in a deploy's order: the previous release runs first (its `serve`
+    # migrates to its own head), then this one starts and migrates further while it serves.
+    database = make_database("upgrade")
     code = previous_release(tmp_path)
-    old = Service(service_url, redis_url, code=code).start()
+    old = Service(database, redis_url, code=code).start()
     new: Service | None = None
     mode = f"up-{int(time.time() * 1000) % 10**9}"
     try:
@@ -68,7 +72,7 @@ def test_the_previous_release_and_this_one_serve_one_queue(
             ]
             time.sleep(1.0)  # so that requeued tickets show their original wait
 
-            new = Service(service_url, redis_url).start()
+            new = Service(database, redis_url).start()
             # This release reads what the old one wrote: tickets, holds and the live proposal.
             for player, ticket in queued.items():
                 state = http.get(f"{new.base}/v1/queues/{mode}/tickets/{ticket}", headers=ADMIN).json()
