@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.errors import ValidationFailed
 from app.lobbies.schemas import BalanceIn, BalanceOut, EvaluateIn, EvaluateOut
 from app.matchmaking.balance import balance
+from app.matchmaking.roles import Composition
 from app.modes import service as modes
 from app.players import repository as players
 from app.rating import Rating, RatingInputError
@@ -55,12 +56,53 @@ async def balance_lobby(session: AsyncSession, body: BalanceIn) -> BalanceOut:
                 message = f"party member {player!r} is not in players"
                 raise ValidationFailed(message, errors=[{"loc": ["body", "parties", number], "msg": message}])
     ratings, rules = await _ratings(session, body.mode, body.players)
+    composition = rules.shape.composition
+    roles = _roles(body, composition)
     try:
-        split = balance(ratings, body.teams, [[index[p] for p in party] for party in body.parties], rules.env)
+        split = balance(
+            ratings,
+            body.teams,
+            [[index[p] for p in party] for party in body.parties],
+            rules.env,
+            roles=roles,
+            composition=composition,
+        )
     except RatingInputError as exc:
         raise ValidationFailed(str(exc), errors=[{"loc": ["body"], "msg": str(exc)}]) from None
+    named = None
+    if composition is not None and split.roles is not None:
+        named = {
+            body.players[p]: composition.roles[role]
+            for team, team_roles in zip(split.teams, split.roles, strict=True)
+            for p, role in zip(team, team_roles, strict=True)
+        }
     return BalanceOut(
         teams=[[body.players[i] for i in team] for team in split.teams],
         quality=split.quality,
         exact=split.exact,
+        roles=named,
     )
+
+
+def _roles(body: BalanceIn, composition: Composition | None) -> list[list[str]] | None:
+    """Each player's roles in `players` order, checked as a ticket's are (422 naming the field)."""
+
+    def refuse(message: str, *where: str) -> None:
+        raise ValidationFailed(message, errors=[{"loc": ["body", "roles", *where], "msg": message}])
+
+    if composition is None:
+        if body.roles is not None:
+            refuse(f"mode {body.mode!r} has no roles")
+        return None
+    listed = body.roles or {}
+    for player in listed:
+        if player not in body.players:
+            refuse(f"{player!r} is not in players", player)
+    known = ", ".join(composition.roles)
+    for player in body.players:
+        if player not in listed:
+            refuse(f"player {player!r} lists no role (the mode's roles: {known})")
+        for name in listed[player]:
+            if name not in composition.roles:
+                refuse(f"unknown role {name!r} (the mode's roles: {known})", player)
+    return [listed[p] for p in body.players]

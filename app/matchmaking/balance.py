@@ -10,6 +10,11 @@ to their sizes, skipping splits that only relabel teams of equal size. Above tha
 heuristic: a snake draft of the units by strength, then hill climbing over swaps of
 equal-sized units between teams, from several seeded starts (the report in
 docs/evaluation.md measures it against the exact answer).
+
+Under a composition (roles.py) both keep every team able to seat its players in roles: the
+search prunes a team its players could no longer fill (seating.UnitRoles.fits), the
+heuristic starts from a valid seating (seating.first_seating) and swaps only where both
+teams stay valid. The split then names each player's role.
 """
 
 from __future__ import annotations
@@ -19,10 +24,15 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.matchmaking.climbing import climb
+from app.matchmaking.roles import Composition
+from app.matchmaking.seating import UnitRoles, first_seating
 from app.rating import Rating, RatingInputError, TrueSkill
 
 EXACT_LIMIT = 12
 RESTARTS = 8
+# Above this many teams, two starts: each climb already weighs every swap of every pair of teams.
+MANY_TEAMS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +43,9 @@ class Split:
     teams: list[list[int]]
     quality: float
     exact: bool
+    # Under a composition: per team, the role (an index into its roles) of each player, in the
+    # order of the team's units and their members.
+    roles: list[list[int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +106,35 @@ def balance(
     env: TrueSkill | None = None,
     *,
     seed: int = 0,
+    roles: Sequence[Sequence[str]] | None = None,
+    composition: Composition | None = None,
 ) -> Split:
     """The highest-quality split of `ratings` into `teams` teams of equal size (as equal as
-    the count allows), keeping each party on one team."""
+    the count allows), keeping each party on one team. With a composition, `roles` lists the
+    roles each player accepts, and every team must seat its players in the composition."""
     env = env or TrueSkill()
     beta2 = env.beta * env.beta
     units, members = units_of(ratings, parties, beta2)
-    split = split_units(units, teams, beta2, seed=seed)
-    return Split([[p for u in team for p in members[u]] for team in split.teams], split.quality, split.exact)
+    seating = None
+    if composition is not None:
+        if roles is None or len(roles) != len(ratings):
+            raise RatingInputError("a composition needs the roles of every player")
+        if len(ratings) != teams * composition.team_size:
+            size = composition.team_size
+            raise RatingInputError(f"{len(ratings)} players cannot fill {teams} teams of {size} (the roles)")
+        preferences = [composition.preferences(names) for names in roles]
+        seating = UnitRoles(
+            composition,
+            [tuple(sum(1 << r for r in preferences[p]) for p in unit) for unit in members],
+            [tuple(preferences[p] for p in unit) for unit in members],
+        )
+    split = split_units(units, teams, beta2, seed=seed, roles=seating)
+    return Split(
+        [[p for u in team for p in members[u]] for team in split.teams],
+        split.quality,
+        split.exact,
+        split.roles,
+    )
 
 
 def units_of(
@@ -116,19 +150,28 @@ def units_of(
     return units, members
 
 
-def split_units(units: Units, teams: int, beta2: float, *, seed: int = 0) -> Split:
+def split_units(
+    units: Units, teams: int, beta2: float, *, seed: int = 0, roles: UnitRoles | None = None
+) -> Split:
     """The highest-quality split of the units into `teams` teams of equal size (as equal as
-    the count allows); teams are lists of unit indices."""
+    the count allows); teams are lists of unit indices. With roles, only splits whose every
+    team seats its players in the composition count (RatingInputError when there is none)."""
     sizes = team_sizes(sum(units.size), teams)
     biggest = max(units.size)
     if biggest > sizes[0]:
         raise RatingInputError(f"a party of {biggest} does not fit in a team of {sizes[0]}")
     if sum(units.size) <= EXACT_LIMIT:
-        found = _exact(units, sizes, beta2)
+        found = _exact(units, sizes, beta2, roles)
         if found is None:
-            raise RatingInputError(f"the parties cannot be split into teams of sizes {sizes}")
+            reason = "the roles cannot be met in" if roles is not None else "the parties cannot be split into"
+            raise RatingInputError(f"{reason} teams of sizes {sizes}")
+    else:
+        found = _heuristic(units, sizes, beta2, random.Random(seed), roles)
+    if roles is None:
         return found
-    return _heuristic(units, sizes, beta2, random.Random(seed))
+    seated = [roles.assign(team) for team in found.teams]
+    assert all(team is not None for team in seated)  # every team passed Hall's condition
+    return Split(found.teams, found.quality, found.exact, [team for team in seated if team is not None])
 
 
 def snake_quality(units: Units, teams: int, beta2: float) -> float | None:
@@ -143,7 +186,7 @@ def snake_quality(units: Units, teams: int, beta2: float) -> float | None:
     return split_quality(means, spreads, sizes, beta2)
 
 
-def _exact(units: Units, sizes: list[int], beta2: float) -> Split | None:
+def _exact(units: Units, sizes: list[int], beta2: float, roles: UnitRoles | None = None) -> Split | None:
     # Big units first: the search fails fast on parties that do not fit.
     order = sorted(range(len(units.size)), key=lambda u: units.size[u], reverse=True)
     count = len(sizes)
@@ -164,6 +207,8 @@ def _exact(units: Units, sizes: list[int], beta2: float) -> Split | None:
         tried_empty: set[int] = set()
         for team in range(count):
             if filled[team] + size > sizes[team]:
+                continue
+            if roles is not None and not roles.fits([*members[team], unit]):
                 continue
             if filled[team] == 0:
                 # Empty teams of the same size are interchangeable: try one of them.
@@ -214,43 +259,25 @@ def _snake(units: Units, sizes: list[int], rng: random.Random, shuffle: bool) ->
     return assignment
 
 
-def _heuristic(units: Units, sizes: list[int], beta2: float, rng: random.Random) -> Split:
+def _heuristic(
+    units: Units, sizes: list[int], beta2: float, rng: random.Random, roles: UnitRoles | None = None
+) -> Split:
     best: Split | None = None
-    for attempt in range(RESTARTS):
-        assignment = _snake(units, sizes, rng, shuffle=attempt > 0)
+    restarts = RESTARTS if len(sizes) <= MANY_TEAMS else 2
+    for attempt in range(restarts):
+        if roles is None:
+            assignment = _snake(units, sizes, rng, shuffle=attempt > 0)
+        else:
+            assignment = first_seating(roles, units.mu, units.size, len(sizes), rng, shuffle=attempt > 0)
         if assignment is None:
             continue
+        assignment = climb(units.mu, units.spread, units.size, assignment, roles)
         means = [sum(units.mu[u] for u in t) for t in assignment]
         spreads = [sum(units.spread[u] for u in t) for t in assignment]
         quality = split_quality(means, spreads, sizes, beta2)
-        improved = True
-        while improved:
-            improved = False
-            for a in range(len(sizes)):
-                for b in range(a + 1, len(sizes)):
-                    for i, unit_a in enumerate(assignment[a]):
-                        for j, unit_b in enumerate(assignment[b]):
-                            if units.size[unit_a] != units.size[unit_b]:
-                                continue
-                            d_mu = units.mu[unit_b] - units.mu[unit_a]
-                            d_sp = units.spread[unit_b] - units.spread[unit_a]
-                            means[a] += d_mu
-                            means[b] -= d_mu
-                            spreads[a] += d_sp
-                            spreads[b] -= d_sp
-                            candidate = split_quality(means, spreads, sizes, beta2)
-                            if candidate > quality * (1 + 1e-12):
-                                assignment[a][i], assignment[b][j] = unit_b, unit_a
-                                quality = candidate
-                                improved = True
-                                unit_a = unit_b
-                            else:
-                                means[a] -= d_mu
-                                means[b] += d_mu
-                                spreads[a] -= d_sp
-                                spreads[b] += d_sp
-        if best is None or quality > best.quality:
+        if best is None or quality > best.quality or (quality == best.quality == 0.0):
             best = Split([list(t) for t in assignment], quality, exact=False)
     if best is None:
-        raise RatingInputError(f"the parties cannot be split into teams of sizes {sizes}")
+        reason = "the roles cannot be met in" if roles is not None else "the parties cannot be split into"
+        raise RatingInputError(f"{reason} teams of sizes {sizes}")
     return best

@@ -8,84 +8,99 @@ of its longer wait. Candidates are then taken greedily by quality without overla
 pair with each other in skill order. Last comes 2-opt: two matches close in skill swap
 partners when that raises their total quality, with every exchange of a pass scored at once.
 
-Under a latency rule (latency.py) a pair must also share a region within the limit of its
-longer wait. Skill neighbours are then taken within each region: among the tickets that
-could ever play there, so a far-away neighbour in skill order does not hide a near one in
-the region. The candidates of all regions are pooled before the greedy pass.
+Under a latency rule a pair must share a region within the limit of the tier in force
+(regions.py). Skill neighbours are then taken within each region: among the tickets the tier
+lets play there, so a far-away neighbour in skill order does not hide a near one in the
+region, and the candidates of all regions are pooled before the greedy pass. (Pairs need no
+share of the tickets among regions first: a region's leftover is one ticket at most.) A pair
+whose tickets avoid each other is never a candidate (avoid.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from app.matchmaking.forming import Forming
 from app.matchmaking.latency import LatencyRule
-from app.matchmaking.pool import FloatArray, IntArray, Match, Pool
-from app.matchmaking.quality import Relaxation, pair_quality
+from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match
+from app.matchmaking.quality import pair_quality
 
 NEIGHBOURS = 8
+# A call taking max_matches pairs first sorts the best TOP_FIRST × max_matches candidates.
+TOP_FIRST = 16
 # 2-opt exchanges between a match and its next REPAIR_REACH matches by skill.
 REPAIR_REACH = 3
 REPAIR_ROUNDS = 3
 
 
 class _Scored:
-    """One group's solo tickets, sorted by skill: pair quality and threshold by position."""
+    """One group's solo tickets, sorted by skill: pair quality and threshold by position.
+    Under latencies, `feasible` (tickets × regions) says where the tier lets each play, and
+    with a rule (the borrowed tier) a pair is also checked against its own longer wait."""
 
     def __init__(
-        self, pool: Pool, rows: IntArray, beta2: float, relax: Relaxation, rule: LatencyRule | None
+        self, forming: Forming, rows: IntArray, feasible: BoolArray | None, rule: LatencyRule | None
     ) -> None:
+        pool = forming.pool
+        self.rows = rows
         self.mu = pool.mu[rows]
         self.var = pool.var[rows]
         self.waited = pool.waited[rows]
-        self.beta2 = beta2
-        self.relax = relax
+        self.beta2 = forming.beta2
+        self.relax = forming.relax
+        self.clashes = forming.clashes
+        self.feasible = feasible
         self.rule = rule
-        self.ms = pool.latencies.ms[rows] if rule is not None and pool.latencies is not None else None
+        self.ms = pool.latencies.ms[rows] if pool.latencies is not None and rule is not None else None
 
-    def lists(self) -> list[IntArray]:
-        """Positions (in skill order) among which neighbours are paired: all of them, or per
-        region those that could ever play there."""
-        if self.ms is None or self.rule is None:
-            return [np.arange(len(self.mu))]
-        widest = self.rule.widest
-        return [np.flatnonzero(self.ms[:, region] <= widest) for region in range(self.ms.shape[1])]
+    def lists(self) -> list[tuple[int, IntArray]]:
+        """Positions (in skill order) among which neighbours are paired, with their region:
+        all of them (−1), or per region those the tier lets play there."""
+        if self.feasible is None:
+            return [(-1, np.arange(len(self.mu)))]
+        return [
+            (region, np.flatnonzero(self.feasible[:, region])) for region in range(self.feasible.shape[1])
+        ]
 
     def quality(self, a: IntArray, b: IntArray) -> FloatArray:
         return pair_quality(self.mu[a], self.var[a], self.mu[b], self.var[b], self.beta2)
 
-    def clears_in(self, region: int, a: IntArray, b: IntArray, quality: FloatArray) -> np.ndarray:
-        """`clears`, with the latency checked in this region only (any region without a rule)."""
+    def clears_in(self, region: int, a: IntArray, b: IntArray, quality: FloatArray) -> BoolArray:
+        """`clears` for two tickets both let play in `region`, checked there only."""
         waited = np.maximum(self.waited[a], self.waited[b])
-        clear = quality >= self.relax.thresholds(waited)
+        clear: BoolArray = quality >= self.relax.thresholds(waited)
         if self.ms is not None and self.rule is not None:
             column = self.ms[:, region]
             clear &= np.maximum(column[a], column[b]) <= self.rule.limits(waited)
+        if self.clashes:
+            clear &= ~self.clashes.between(self.rows[a], self.rows[b])
         return clear
 
-    def clears(self, a: IntArray, b: IntArray, quality: FloatArray) -> np.ndarray:
+    def clears(self, a: IntArray, b: IntArray, quality: FloatArray) -> BoolArray:
         waited = np.maximum(self.waited[a], self.waited[b])
-        clear = quality >= self.relax.thresholds(waited)
-        if self.ms is not None and self.rule is not None:
-            clear &= np.maximum(self.ms[a], self.ms[b]).min(axis=1) <= self.rule.limits(waited)
+        clear: BoolArray = quality >= self.relax.thresholds(waited)
+        if self.feasible is not None:
+            shared = self.feasible[a] & self.feasible[b]
+            if self.ms is not None and self.rule is not None:
+                shared &= np.maximum(self.ms[a], self.ms[b]) <= self.rule.limits(waited)[:, None]
+            clear &= shared.any(axis=1)
+        if self.clashes:
+            clear &= ~self.clashes.between(self.rows[a], self.rows[b])
         return clear
 
 
 def pair_matches(
-    pool: Pool,
-    rows: IntArray,
-    beta2: float,
-    relax: Relaxation,
-    max_matches: int,
-    rule: LatencyRule | None = None,
+    forming: Forming, rows: IntArray, feasible: BoolArray | None = None, rule: LatencyRule | None = None
 ) -> list[Match]:
     """Up to max_matches pairs among `rows`: one group's solo tickets, sorted by skill."""
     count = len(rows)
+    max_matches = forming.max_matches
     if count < 2:
         return []
-    scored = _Scored(pool, rows, beta2, relax, rule)
+    scored = _Scored(forming, rows, feasible, rule)
     lists = scored.lists()
     firsts, seconds, qualities = [], [], []
-    for region, positions in enumerate(lists):
+    for region, positions in lists:
         for reach in range(1, min(NEIGHBOURS, len(positions) - 1) + 1):
             a, b = positions[:-reach], positions[reach:]
             quality = scored.quality(a, b)
@@ -105,18 +120,26 @@ def pair_matches(
     used = bytearray(count)
     taken_a: list[int] = []
     taken_b: list[int] = []
-    first_list, second_list = first.tolist(), second.tolist()
-    # Best quality first; ties in a fixed order (by position).
-    for c in np.lexsort((second, first, -quality)).tolist():
-        if len(taken_a) >= max_matches:
+    # Best quality first; ties in a fixed order (by position). A call that takes few matches
+    # sorts only the best candidates first (taken tickets skip most of the rest anyway), and
+    # all of them only if those run out.
+    ranked = np.arange(len(quality))
+    if TOP_FIRST * max_matches < len(quality):
+        ranked = np.argpartition(-quality, TOP_FIRST * max_matches)[: TOP_FIRST * max_matches]
+    for _ in range(2):
+        order = ranked[np.lexsort((second[ranked], first[ranked], -quality[ranked]))]
+        for i, j in zip(first[order].tolist(), second[order].tolist(), strict=True):
+            if len(taken_a) >= max_matches:
+                break
+            if used[i] or used[j]:
+                continue
+            used[i] = used[j] = 1
+            taken_a.append(i)
+            taken_b.append(j)
+        if len(taken_a) >= max_matches or len(ranked) == len(quality):
             break
-        i, j = first_list[c], second_list[c]
-        if used[i] or used[j]:
-            continue
-        used[i] = used[j] = 1
-        taken_a.append(i)
-        taken_b.append(j)
-    for positions in lists:
+        ranked = np.arange(len(quality))
+    for _, positions in lists:
         if len(taken_a) >= max_matches:
             break
         # Tickets whose neighbours were all taken may still pair with each other.

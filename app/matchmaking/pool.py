@@ -15,11 +15,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from app.matchmaking.avoid import clashing_rows
 from app.matchmaking.latency import Latencies
 from app.rating import Rating
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+# Per player of a ticket, the roles they accept (names, in their order of preference).
+TicketRoles = tuple[tuple[str, ...], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +35,8 @@ class Ticket:
     attributes: str  # canonical JSON: equal strings may share a match
     waited: float  # seconds
     latencies: tuple[tuple[str, float], ...] = ()  # (region, ms) pairs; none: fits every region
+    roles: TicketRoles | None = None  # None: listed none (fits any role)
+    avoid: tuple[str, ...] = ()  # players none of its players may meet
 
     @property
     def skill(self) -> float:
@@ -58,6 +65,8 @@ class Pool:
     waited: FloatArray  # seconds in the queue
     group: IntArray
     latencies: Latencies | None = None  # None when no ticket lists latencies
+    roles: Sequence[TicketRoles | None] | None = None  # per row; None when no ticket lists roles
+    clashes: IntArray | None = None  # pairs of rows (a < b) whose tickets may not meet (avoid.py)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -73,6 +82,8 @@ class Pool:
             np.array([t.waited for t in tickets], dtype=np.float64),
             np.array([groups.setdefault(t.attributes, len(groups)) for t in tickets], dtype=np.int64),
             Latencies.of([t.latencies for t in tickets]),
+            [t.roles for t in tickets] if any(t.roles is not None for t in tickets) else None,
+            clashing_rows([t.players for t in tickets], [t.avoid for t in tickets]),
         )
 
 
@@ -84,7 +95,16 @@ class Match:
     quality: float
     longest_wait: float
     region: str | None = None  # under latencies: where it is to be played
+    # Under roles: per row of `rows`, the role each of its ticket's players takes.
+    roles: tuple[tuple[str, ...], ...] | None = None
     rows: tuple[int, ...] = field(init=False)  # every team's rows, in team order
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rows", tuple(row for team in self.teams for row in team))
+
+
+def unmatched(rows: IntArray, matches: Sequence[Match]) -> IntArray:
+    """The rows (in their order) that none of the matches took."""
+    taken = np.fromiter((row for match in matches for row in match.rows), dtype=np.int64)
+    left: IntArray = rows[~np.isin(rows, taken)]
+    return left

@@ -49,6 +49,14 @@ def pair_quality(
 def team_quality(mu: FloatArray, spread: FloatArray, players: FloatArray, beta2: float) -> FloatArray:
     """Eq. 7 from per-team sums along the last axis: Σ mu, Σ (sigma² + beta²) and the team's
     players (balance.split_quality, vectorised)."""
+    result: FloatArray = np.exp(team_log_quality(mu, spread, players, beta2))
+    return result
+
+
+def team_log_quality(mu: FloatArray, spread: FloatArray, players: FloatArray, beta2: float) -> FloatArray:
+    """The logarithm of team_quality: a match of a hundred teams has a quality far below the
+    smallest double (each team multiplies in a factor near β²/(σ² + β²)), and is ranked by this.
+    O(teams), as the det ratio is Π D · Σ 1/D (app.rating.prediction)."""
     noise = beta2 * players
     log_ratio = np.log(noise).sum(-1) + np.log((1.0 / noise).sum(-1))
     inverse = 1.0 / spread
@@ -56,5 +64,12 @@ def team_quality(mu: FloatArray, spread: FloatArray, players: FloatArray, beta2:
     log_ratio -= np.log(spread).sum(-1) + np.log(total)
     centre = (mu * inverse).sum(-1) / total
     scatter = ((mu - centre[..., None]) ** 2 * inverse).sum(-1)
-    result: FloatArray = np.exp(0.5 * log_ratio - 0.5 * scatter)
+    result: FloatArray = 0.5 * log_ratio - 0.5 * scatter
+    return result
+
+
+def log_thresholds(relax: Relaxation, waited: FloatArray) -> FloatArray:
+    """log of Relaxation.thresholds (−inf for a threshold of 0: every match clears it)."""
+    with np.errstate(divide="ignore"):
+        result: FloatArray = np.log(relax.thresholds(waited))
     return result

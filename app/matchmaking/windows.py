@@ -1,246 +1,206 @@
-"""Matches of teams × team_size: windows of skill neighbours, each split into its best teams.
+"""Matches of a team shape among one list of tickets sorted by skill: windows of neighbours.
 
-Within a group sorted by skill, a candidate match is a window of consecutive tickets that
-fills the shape exactly.
+- When every ticket of the list is one player, the candidates are the runs of `teams ×
+  team_size` consecutive players, all scored at once: each distinct split of a window into
+  teams (SPLIT_LIMIT at most; 126 for 5v5, 1 for a free-for-all) gets its quality from team
+  sums, so every window carries its exact best split. Shapes with more splits rank windows by
+  a snake draft and balance the chosen ones (balance.split_units). The windows are then
+  tiled (`tile`): of the windows that clear their threshold, the most that do not overlap,
+  and among those the best total quality. Taking the best windows greedily instead leaves
+  gaps shorter than a window between them, and their tickets wait for no reason.
+- Lists with parties walk the windows one by one, admitting a ticket only if it fits (a party
+  that would overflow, or that the composition or an avoid list refuses, is skipped), rank
+  them by a snake draft of the tickets, and balance the best `4 × max_matches` exactly.
+- A mode whose matches may shrink (shape.py) then forms smaller matches from the tickets left:
+  each ticket whose wait accepts a smaller match, longest wait first, anchors the largest
+  match the tickets left near it in skill allow, down to the size its wait accepts.
 
-- When every ticket of the group is one player, the windows are the runs of `teams ×
-  team_size` consecutive players, and all of them are scored at once: each distinct split of
-  a window into teams (SPLIT_LIMIT at most; 126 for 5v5, 1 for a free-for-all) gets its
-  quality from team sums, so every window carries its exact best split. Windows are then
-  taken greedily by that quality without overlap. Shapes with more splits rank windows by a
-  snake draft instead and balance the chosen ones (balance.split_units).
-- Groups with parties walk the windows one by one (a party that would overflow is skipped),
-  rank them by a snake draft of the tickets, and balance the best `4 × max_matches` exactly.
-
-Under a latency rule the windows are walked once per region (proposals.py), among the
-tickets that could ever play there, and a window counts only if its worst latency in that
-region is within the limit of its longest wait.
+Every candidate is checked against avoid lists (forming.Forming.clashes) and, when its tickets
+were let in by a limit another ticket's wait widened, against the latency limit of its own
+longest wait (forming.RegionLimit).
 """
 
 from __future__ import annotations
 
 import math
-from functools import cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from app.matchmaking.balance import Units, snake_quality, split_units
-from app.matchmaking.latency import LatencyRule
-from app.matchmaking.pool import FloatArray, IntArray, Match, Pool
-from app.matchmaking.quality import Relaxation, team_quality
-from app.rating import RatingInputError
-
-SPLIT_LIMIT = 512
-# Windows scored per NumPy pass: bounds the (windows × splits × teams) arrays.
-CHUNK = 2048
-
-
-def split_count(teams: int, team_size: int) -> int:
-    """Splits of teams × team_size players into teams of team_size, up to relabelling teams."""
-    players = teams * team_size
-    return int(math.factorial(players) // (math.factorial(team_size) ** teams * math.factorial(teams)))
+from app.matchmaking.balance import Units, snake_quality
+from app.matchmaking.forming import Forming, RegionLimit
+from app.matchmaking.gathering import balanced_match, gather
+from app.matchmaking.mending import mend
+from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Match, unmatched
+from app.matchmaking.quality import log_thresholds
+from app.matchmaking.scoring import Scores, best_splits
+from app.matchmaking.smaller import smaller_matches
 
 
-@cache
-def split_patterns(teams: int, team_size: int) -> IntArray | None:
-    """Every split as a row of team labels by position, or None above SPLIT_LIMIT splits.
-
-    A position may open team t only if teams 0..t−1 are already open, so each split is
-    listed once, not once per relabelling."""
-    if split_count(teams, team_size) > SPLIT_LIMIT:
-        return None
-    players = teams * team_size
-    labels = [0] * players
-    filled = [0] * teams
-    found: list[list[int]] = []
-
-    def place(position: int, opened: int) -> None:
-        if position == players:
-            found.append(list(labels))
-            return
-        for team in range(min(opened + 1, teams)):
-            if filled[team] < team_size:
-                labels[position] = team
-                filled[team] += 1
-                place(position + 1, max(opened, team + 1))
-                filled[team] -= 1
-
-    place(0, 0)
-    return np.array(found, dtype=np.int64)
+def window_matches(forming: Forming, rows: IntArray, region: RegionLimit | None = None) -> list[Match]:
+    """Matches among `rows` (one group's tickets, sorted by skill): full size first, then,
+    for a shape that may shrink, smaller ones from the tickets left."""
+    shape = forming.shape
+    solo = bool((forming.pool.size[rows] == 1).all())
+    if solo and shape.composition is None:
+        found = _solo_windows(forming, rows, shape.teams, shape.team_size, region)
+    else:
+        found = _party_windows(forming, rows, shape.teams, shape.team_size, region)
+    if shape.flexible:
+        found += smaller_matches(forming, unmatched(rows, found), region)
+    return found
 
 
-def snake_pattern(teams: int, team_size: int) -> IntArray:
-    """Team labels by position (ascending skill) of a snake draft from the strongest down."""
-    players = teams * team_size
-    labels = np.empty(players, dtype=np.int64)
-    for index in range(players):
-        lap, seat = divmod(index, teams)
-        labels[players - 1 - index] = seat if lap % 2 == 0 else teams - 1 - seat
-    return labels
-
-
-# One region's latency column of the pool (ms per row) and the rule it must keep.
-RegionLimit = tuple[FloatArray, LatencyRule]
-
-
-def window_matches(
-    pool: Pool,
-    rows: IntArray,
-    teams: int,
-    team_size: int,
-    beta2: float,
-    relax: Relaxation,
-    max_matches: int,
-    region: RegionLimit | None = None,
-) -> list[Match]:
-    """Up to max_matches matches among `rows`: one group's tickets, sorted by skill; with a
-    region, only windows within its latency limit."""
-    if bool((pool.size[rows] == 1).all()):
-        return _solo_windows(pool, rows, teams, team_size, beta2, relax, max_matches, region)
-    return _party_windows(pool, rows, teams, team_size, beta2, relax, max_matches, region)
+def tile(first: IntArray, end: IntArray, weight: FloatArray, feasible: BoolArray) -> list[int]:
+    """Of candidate windows spanning positions [first, end) of a list, the feasible ones to
+    take: the most that do not overlap, and among as many, the largest total weight (a dynamic
+    programme over the list's positions). Their numbers, in order."""
+    if not len(first) or not feasible.any():
+        return []
+    ends = int(end.max())
+    by_end: list[list[int]] = [[] for _ in range(ends + 1)]
+    for number in np.flatnonzero(feasible).tolist():
+        by_end[int(end[number])].append(number)
+    count = [0] * (ends + 1)
+    total = [0.0] * (ends + 1)
+    took = [-1] * (ends + 1)
+    firsts, weights = first.tolist(), weight.tolist()
+    for at in range(1, ends + 1):
+        best_count, best_total, take = count[at - 1], total[at - 1], -1
+        for number in by_end[at]:
+            start = firsts[number]
+            with_count, with_total = count[start] + 1, total[start] + weights[number]
+            if with_count > best_count or (with_count == best_count and with_total > best_total):
+                best_count, best_total, take = with_count, with_total, number
+        count[at], total[at], took[at] = best_count, best_total, take
+    chosen = []
+    at = ends
+    while at > 0:
+        if took[at] >= 0:
+            chosen.append(took[at])
+            at = firsts[took[at]]
+        else:
+            at -= 1
+    return chosen[::-1]
 
 
 def _solo_windows(
-    pool: Pool,
-    rows: IntArray,
-    teams: int,
-    team_size: int,
-    beta2: float,
-    relax: Relaxation,
-    max_matches: int,
-    region: RegionLimit | None,
+    forming: Forming, rows: IntArray, teams: int, team_size: int, region: RegionLimit | None
 ) -> list[Match]:
+    pool = forming.pool
     needed = teams * team_size
     if len(rows) < needed:
         return []
-    mus = sliding_window_view(pool.mu[rows], needed)
-    variances = sliding_window_view(pool.var[rows], needed)
+    first = np.arange(len(rows) - needed + 1, dtype=np.int64)
     longest = sliding_window_view(pool.waited[rows], needed).max(axis=1)
-    patterns = split_patterns(teams, team_size)
-    exact = patterns is not None
-    if patterns is None:
-        patterns = snake_pattern(teams, team_size)[None, :]
-    quality, split = _best_splits(mus, variances, patterns, teams, team_size, beta2)
-    feasible = quality >= relax.thresholds(longest) if exact else np.ones(len(quality), dtype=np.bool_)
+    scores = best_splits(
+        sliding_window_view(pool.mu[rows], needed),
+        sliding_window_view(pool.var[rows], needed),
+        teams,
+        team_size,
+        forming.beta2,
+    )
+    feasible = np.ones(len(first), dtype=np.bool_)
+    if scores.exact:
+        feasible &= scores.log_quality >= log_thresholds(forming.relax, longest)
     if region is not None:
         ms, rule = region
         feasible &= sliding_window_view(ms[rows], needed).max(axis=1) <= rule.limits(longest)
-    candidates = np.nonzero(feasible)[0]
-    used = bytearray(len(rows))
-    found: list[Match] = []
-    wanted = max_matches if exact else 4 * max_matches
-    for start in candidates[np.lexsort((candidates, -quality[candidates]))].tolist():
-        if len(found) >= wanted:
-            break
-        if used.find(1, start, start + needed) != -1:
-            continue
-        used[start : start + needed] = b"\x01" * needed
-        window = rows[start : start + needed]
-        if exact:
-            labels = patterns[split[start]]
+    if forming.max_matches * needed * 2 <= len(rows):
+        # A call that takes few of the matches the list holds: the best windows, not the most.
+        chosen = _best_first(
+            scores.log_quality,
+            feasible,
+            needed,
+            forming.max_matches if scores.exact else 4 * forming.max_matches,
+        )
+    else:
+        top = scores.log_quality[feasible].max() if feasible.any() else 0.0
+        chosen = tile(first, first + needed, np.exp(scores.log_quality - top), feasible)
+    windows = [first[number] + np.arange(needed) for number in chosen]
+    if forming.clashes:
+        mended = mend(forming, rows, [w.copy() for w in windows], region)
+        if [w.tolist() for w in mended] != [w.tolist() for w in windows]:
+            windows, chosen = mended, []  # scored again below
+    if not windows:
+        return []
+    members = np.array(windows, dtype=np.int64)
+    if len(chosen) == len(windows):
+        final = Scores(scores.log_quality[chosen], scores.split[chosen], scores.patterns, scores.exact)
+    else:
+        final = best_splits(pool.mu[rows][members], pool.var[rows][members], teams, team_size, forming.beta2)
+    waits = pool.waited[rows][members].max(axis=1)
+    if final.exact:
+        found = []
+        for number, window in enumerate(rows[members]):
+            labels = final.patterns[final.split[number]]
             split_rows = tuple(tuple(window[labels == team].tolist()) for team in range(teams))
-            found.append(Match(split_rows, float(quality[start]), float(longest[start])))
-            continue
-        balanced = _balanced(pool, window, teams, beta2)
-        if balanced is not None and balanced.quality >= relax.threshold(balanced.longest_wait):
+            found.append(Match(split_rows, math.exp(final.log_quality[number]), float(waits[number])))
+        return found
+    # Snake-ranked windows: balance the best of the tiling, as many as the call may take.
+    found = []
+    for number in np.argsort(-final.log_quality, kind="stable").tolist():
+        if len(found) >= forming.max_matches:
+            break
+        balanced = balanced_match(forming, rows[members[number]], teams)
+        if balanced is not None:
             found.append(balanced)
     return found
 
 
-def _best_splits(
-    mus: FloatArray, variances: FloatArray, patterns: IntArray, teams: int, team_size: int, beta2: float
-) -> tuple[FloatArray, IntArray]:
-    """Per window (a row of players, ascending skill): the best quality over the split
-    patterns, and which pattern gives it."""
-    indicators = [(patterns == team).T.astype(np.float64) for team in range(teams)]
-    players = np.full(teams, float(team_size))
-    count = len(mus)
-    if teams == 2:
-        # Two teams: eq. 7 is sqrt(n·β²/D)·exp(−Δ²/2D) with D the same for every split of a
-        # window (all its players' sigma² + n·β²), so the best split is the smallest |Δ|.
-        total = mus.sum(axis=1)
-        spread = variances.sum(axis=1) + teams * team_size * beta2
-        gap = np.abs(2.0 * (mus @ indicators[0]) - total[:, None])
-        best = gap.argmin(axis=1)
-        delta = np.take_along_axis(gap, best[:, None], axis=1)[:, 0]
-        noise = teams * team_size * beta2
-        two_team: FloatArray = np.sqrt(noise / spread) * np.exp(-delta * delta / (2.0 * spread))
-        return two_team, best
-    best_quality = np.empty(count)
-    best_split = np.empty(count, dtype=np.int64)
-    for start in range(0, count, CHUNK):
-        stop = min(start + CHUNK, count)
-        team_mu = np.stack([mus[start:stop] @ ind for ind in indicators], axis=-1)
-        team_spread = np.stack([variances[start:stop] @ ind for ind in indicators], axis=-1)
-        quality = team_quality(team_mu, team_spread + team_size * beta2, players, beta2)
-        best_split[start:stop] = quality.argmax(axis=1)
-        best_quality[start:stop] = np.take_along_axis(quality, best_split[start:stop, None], axis=1)[:, 0]
-    return best_quality, best_split
+def _best_first(log_quality: FloatArray, feasible: BoolArray, width: int, most: int) -> list[int]:
+    """Starts of the best feasible windows of `width`, taken greedily without overlap, `most` at
+    most, in the list's order."""
+    candidates = np.flatnonzero(feasible)
+    used = bytearray(len(log_quality) + width)
+    chosen: list[int] = []
+    for start in candidates[np.lexsort((candidates, -log_quality[candidates]))].tolist():
+        if len(chosen) >= most:
+            break
+        if used.find(1, start, start + width) != -1:
+            continue
+        used[start : start + width] = b"\x01" * width
+        chosen.append(start)
+    return sorted(chosen)
 
 
 def _party_windows(
-    pool: Pool,
-    rows: IntArray,
-    teams: int,
-    team_size: int,
-    beta2: float,
-    relax: Relaxation,
-    max_matches: int,
-    region: RegionLimit | None,
+    forming: Forming, rows: IntArray, teams: int, team_size: int, region: RegionLimit | None
 ) -> list[Match]:
+    pool, beta2 = forming.pool, forming.beta2
     needed = teams * team_size
-    size = pool.size[rows].tolist()
-    mu = pool.mu[rows].tolist()
-    spread = (pool.var[rows] + pool.size[rows] * beta2).tolist()
     ranked: list[tuple[float, list[int]]] = []
-    for start in range(len(rows)):
-        window: list[int] = []
-        count = 0
-        for k in range(start, min(len(rows), start + 4 * needed)):
-            if count + size[k] > needed:
-                continue  # a party that overflows: look further along for smaller tickets
-            window.append(k)
-            count += size[k]
-            if count == needed:
-                break
-        if count == needed and region is not None:
+    starts: range | list[int] = range(len(rows))
+    if forming.shape.composition is not None:
+        # Under roles, players on their own were matched by role runs already (role_matches.py):
+        # only windows that hold a party are walked.
+        parties = np.flatnonzero(pool.size[rows] > 1)
+        starts = sorted({s for p in parties.tolist() for s in range(max(0, p - needed + 1), p + 1)})
+    for start in starts:
+        window = gather(forming, rows, start, needed, teams, 4 * needed)
+        if not window:
+            continue
+        members = rows[window]
+        if region is not None:
             ms, rule = region
-            members = rows[window]
             if ms[members].max() > rule.limit(float(pool.waited[members].max())):
                 continue
-        if count == needed:
-            units = Units([mu[k] for k in window], [spread[k] for k in window], [size[k] for k in window])
-            score = snake_quality(units, teams, beta2)
-            if score is not None:
-                ranked.append((score, window))
+        units = Units(
+            pool.mu[members].tolist(),
+            (pool.var[members] + pool.size[members] * beta2).tolist(),
+            pool.size[members].tolist(),
+        )
+        score = snake_quality(units, teams, beta2)
+        ranked.append((score if score is not None else 0.0, window))
     ranked.sort(key=lambda r: -r[0])
     used: set[int] = set()
     found: list[Match] = []
     for _, window in ranked:
-        if len(found) >= 4 * max_matches:
+        if len(found) >= 4 * forming.max_matches:
             break
         if used.isdisjoint(window):
-            used.update(window)
-            balanced = _balanced(pool, rows[window], teams, beta2)
-            if balanced is not None and balanced.quality >= relax.threshold(balanced.longest_wait):
+            balanced = balanced_match(forming, rows[window], teams)
+            if balanced is not None:
+                used.update(window)
                 found.append(balanced)
     return found
-
-
-def _balanced(pool: Pool, window: IntArray, teams: int, beta2: float) -> Match | None:
-    """The window's tickets split into their best teams (balance.split_units)."""
-    units = Units(
-        pool.mu[window].tolist(),
-        (pool.var[window] + pool.size[window] * beta2).tolist(),
-        pool.size[window].tolist(),
-    )
-    try:
-        split = split_units(units, teams, beta2)
-    except RatingInputError:
-        return None
-    return Match(
-        tuple(tuple(int(window[u]) for u in team) for team in split.teams),
-        split.quality,
-        float(pool.waited[window].max()),
-    )

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.ids import Identifier
+from app.matchmaking.roles import MAX_ROLES
 from app.rating.performance import PAPER_C0, PAPER_C1, PAPER_ROSTER_CAP, TeamPerformance
 from app.rating.tie_layer import TieModel
+
+# Teams a match may have: MANY_TEAMS_LIMIT, or up to MAX_TEAMS for teams of MANY_TEAMS_SIZE or fewer.
+MANY_TEAMS_LIMIT = 64
+MANY_TEAMS_SIZE = 4
+MAX_TEAMS = 200
 
 
 class ModeUpdate(BaseModel):
@@ -39,8 +46,36 @@ class ModeUpdate(BaseModel):
     roster_cap: int | None = Field(
         None, ge=1, le=1000, description="size-penalised-mean: rosters above it play as their top N"
     )
-    teams: int | None = Field(None, ge=2, le=64, description="queue shape: teams per match")
+    teams: int | None = Field(
+        None,
+        ge=2,
+        le=MAX_TEAMS,
+        description=f"queue shape: teams per match ({MANY_TEAMS_LIMIT} at most, or {MAX_TEAMS} for teams "
+        f"of {MANY_TEAMS_SIZE} or fewer players)",
+    )
     team_size: int | None = Field(None, ge=1, le=100, description="queue shape: players per team")
+    team_size_min: int | None = Field(
+        None,
+        ge=1,
+        le=100,
+        description="queue: the fewest players a team may start with (default and null: team_size); the "
+        "size a match accepts falls from full to this over relax_seconds of its longest wait",
+    )
+    teams_min: int | None = Field(
+        None,
+        ge=2,
+        le=MAX_TEAMS,
+        description="queue: the fewest teams a match may start with (default and null: teams), for "
+        "free-for-all and battle royale; relaxes as team_size_min does",
+    )
+    roles: dict[Identifier, Annotated[int, Field(ge=1, le=100)]] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ROLES,
+        description="queue: the composition of every team, players per role, adding up to team_size "
+        '(e.g. {"tank": 1, "healer": 1, "damage": 3}); tickets then list each player\'s roles; null '
+        "removes it",
+    )
     min_matches_for_leaderboard: int | None = Field(None, ge=0, le=1_000_000)
     quality_start: float | None = Field(None, ge=0, le=1, description="queue: quality a match needs at once")
     quality_floor: float | None = Field(None, ge=0, le=1, description="queue: quality needed after relaxing")
@@ -79,8 +114,10 @@ PERFORMANCE_DEFAULTS = {
 }
 # Mode settings kept in the `settings` JSON column rather than a column of their own.
 SETTINGS_DEFAULTS: dict[str, float] = {**QUEUE_DEFAULTS, **PERFORMANCE_DEFAULTS}
-# Settings that may be unset (null: no latency rule), also kept in `settings`.
+# Settings that may be unset (null: no latency rule, no composition, no smaller matches), also
+# kept in `settings`.
 LATENCY_SETTINGS = ("max_latency_ms", "max_latency_relaxed_ms")
+SHAPE_SETTINGS = ("roles", "team_size_min", "teams_min")
 
 
 class ModeOut(BaseModel):
@@ -100,6 +137,9 @@ class ModeOut(BaseModel):
     roster_cap: int
     teams: int
     team_size: int
+    teams_min: int
+    team_size_min: int
+    roles: dict[str, int] | None
     min_matches_for_leaderboard: int
     quality_start: float
     quality_floor: float
@@ -113,12 +153,18 @@ class ModeOut(BaseModel):
     @classmethod
     def of(cls, mode: object, **extra: object) -> Self:
         settings = {**SETTINGS_DEFAULTS, **(getattr(mode, "settings", None) or {})}
-        stored = {*SETTINGS_DEFAULTS, *LATENCY_SETTINGS}
+        stored = {*SETTINGS_DEFAULTS, *LATENCY_SETTINGS, *SHAPE_SETTINGS}
         fields = {
             name: getattr(mode, name) for name in cls.model_fields if name not in stored and name not in extra
         }
         latency = {k: settings.get(k) for k in LATENCY_SETTINGS}
-        return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS}, **latency, **extra)
+        # The minimums read as the full size when unset.
+        shape = {
+            "roles": settings.get("roles"),
+            "team_size_min": settings.get("team_size_min") or fields["team_size"],
+            "teams_min": settings.get("teams_min") or fields["teams"],
+        }
+        return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS}, **latency, **shape, **extra)
 
 
 # How a new season starts from the old one (app.seasons; the formula is in docs/api.md).

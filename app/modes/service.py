@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from cachetools import TTLCache
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -12,9 +13,17 @@ from app.db.models import Mode
 from app.errors import UnknownMode, ValidationFailed
 from app.ids import EVERY_MODE, ModeScope
 from app.leaderboards import repository as leaderboards
-from app.matchmaking.proposals import LatencyRule, Relaxation
+from app.matchmaking.proposals import Composition, LatencyRule, MatchShape, Relaxation
 from app.modes import repository
-from app.modes.schemas import LATENCY_SETTINGS, QUEUE_DEFAULTS, SETTINGS_DEFAULTS, ModeUpdate
+from app.modes.schemas import (
+    LATENCY_SETTINGS,
+    MANY_TEAMS_LIMIT,
+    MANY_TEAMS_SIZE,
+    QUEUE_DEFAULTS,
+    SETTINGS_DEFAULTS,
+    SHAPE_SETTINGS,
+    ModeUpdate,
+)
 from app.rating import RatingInputError, TrueSkill
 
 # Another process's PUT reaches this one's cache within this many seconds.
@@ -28,11 +37,18 @@ class ModeRules:
     name: str
     env: TrueSkill
     conservative_k: float
-    teams: int = 2
-    team_size: int = 1
+    shape: MatchShape = field(default_factory=lambda: MatchShape(2, 1))
     relax: Relaxation = field(default_factory=Relaxation)
     ticket_ttl: float = QUEUE_DEFAULTS["ticket_ttl_seconds"]
     latency: LatencyRule | None = None
+
+    @property
+    def teams(self) -> int:
+        return self.shape.teams
+
+    @property
+    def team_size(self) -> int:
+        return self.shape.team_size
 
 
 # Only modes that exist are cached; with more than this, the least recent ones are re-read.
@@ -105,11 +121,22 @@ def rules_of(mode: Mode) -> ModeRules:
         mode.name,
         env,
         mode.conservative_k,
-        mode.teams,
-        mode.team_size,
+        shape_of(mode.teams, mode.team_size, mode.settings or {}),
         relax,
         queue["ticket_ttl_seconds"],
         latency_rule(mode.settings or {}, queue["relax_seconds"]),
+    )
+
+
+def shape_of(teams: int, team_size: int, settings: dict[str, Any]) -> MatchShape:
+    """The mode's match shape: its size, the minimums (unset: the full size) and roles."""
+    roles = settings.get("roles")
+    return MatchShape(
+        teams,
+        team_size,
+        settings.get("teams_min") or 0,
+        settings.get("team_size_min") or 0,
+        Composition.of(roles) if roles else None,
     )
 
 
@@ -182,19 +209,62 @@ def _check_relaxation(settings: dict[str, float | None]) -> None:
         )
 
 
+def _check_shape(teams: int, team_size: int, settings: dict[str, Any], sent: set[str]) -> None:
+    """The queue's shape as it would be after the change: teams past MANY_TEAMS_LIMIT only for
+    small teams, minimums not above the full size, a composition that adds up to the team
+    size. Each refusal names the field sent that makes it."""
+
+    def refuse(message: str, *fields: str) -> None:
+        named = [f for f in fields if f in sent] or list(fields[:1])
+        raise ValidationFailed(
+            message, errors=[{"loc": ["body", f], "msg": message, "type": "value_error"} for f in named]
+        )
+
+    if teams > MANY_TEAMS_LIMIT and team_size > MANY_TEAMS_SIZE:
+        refuse(
+            f"teams may exceed {MANY_TEAMS_LIMIT} only for teams of {MANY_TEAMS_SIZE} players or fewer "
+            f"({teams} teams of {team_size})",
+            "teams",
+            "team_size",
+        )
+    size_min, teams_min = settings.get("team_size_min"), settings.get("teams_min")
+    if size_min is not None and size_min > team_size:
+        refuse(f"team_size_min ({size_min}) is above team_size ({team_size})", "team_size_min", "team_size")
+    if teams_min is not None and teams_min > teams:
+        refuse(f"teams_min ({teams_min}) is above teams ({teams})", "teams_min", "teams")
+    roles = settings.get("roles")
+    if roles:
+        total = sum(roles.values())
+        if total != team_size:
+            refuse(f"the roles add up to {total} players, not team_size {team_size}", "roles", "team_size")
+        if size_min is not None and size_min < team_size:
+            refuse(
+                "a composition fixes the team size: team_size_min must equal team_size",
+                "team_size_min",
+                "roles",
+            )
+
+
 async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> ModeChange:
     values = update.model_dump(exclude_none=True)
     current = await repository.get(session, name)
     extra: dict[str, float | None] = {key: values.pop(key) for key in SETTINGS_DEFAULTS if key in values}
-    # The latency limits may be set to null (no rule), so they go by the fields sent.
-    for key in LATENCY_SETTINGS:
+    # The latency limits and the shape's settings may be set to null (no rule, none, the full
+    # size), so they go by the fields sent.
+    for key in (*LATENCY_SETTINGS, *SHAPE_SETTINGS):
         values.pop(key, None)
         if key in update.model_fields_set:
             extra[key] = getattr(update, key)
     settings = (current.settings if current is not None else None) or {}
     if extra:
-        settings = values["settings"] = {**settings, **extra}
+        settings = values["settings"] = {k: v for k, v in {**settings, **extra}.items() if v is not None}
     _check_relaxation({**SETTINGS_DEFAULTS, **settings})
+    _check_shape(
+        values.get("teams", current.teams if current is not None else 2),
+        values.get("team_size", current.team_size if current is not None else 1),
+        settings,
+        update.model_fields_set,
+    )
     merged = {
         key: values.get(key, getattr(current, key) if current is not None else None)
         for key in ("mu", "sigma", "beta", "tau", "draw_probability", "tie_model", "team_performance")

@@ -12,6 +12,9 @@ from app.ids import Identifier, PlayerId
 AttributeValue = str | int | float | bool
 LatencyMs = Annotated[float, Field(ge=0, le=60_000, allow_inf_nan=False)]
 MAX_REGIONS = 32
+# Ids a ticket's avoid list may hold per player of the ticket.
+AVOID_PER_PLAYER = 100
+MAX_PLAYERS = 100
 # A long-poll waits at most this many seconds.
 MAX_WAIT_SECONDS = 60.0
 FLAT_ATTRIBUTES = (
@@ -22,7 +25,7 @@ FLAT_ATTRIBUTES = (
 class TicketIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    players: list[PlayerId] = Field(min_length=1, max_length=100, description="one player or a party")
+    players: list[PlayerId] = Field(min_length=1, max_length=MAX_PLAYERS, description="one player or a party")
     attributes: dict[Identifier, AttributeValue] = Field(
         default_factory=dict,
         max_length=16,
@@ -34,6 +37,27 @@ class TicketIn(BaseModel):
         description="milliseconds per region (any names); under the mode's max_latency_ms a match forms "
         "only in a region where every ticket is within the limit in force",
     )
+
+    roles: dict[PlayerId, list[Identifier]] | None = Field(
+        None,
+        max_length=MAX_PLAYERS,
+        description="under the mode's `roles`, the roles each player accepts, in their order of preference "
+        '(e.g. {"alice": ["tank", "damage"]}); every player needs one role of the mode',
+    )
+    avoid: list[PlayerId] = Field(
+        default_factory=list,
+        max_length=AVOID_PER_PLAYER * MAX_PLAYERS,
+        description=f"players none of the ticket's players may meet, as teammate or opponent (at most "
+        f"{AVOID_PER_PLAYER} per player of the ticket); a match never holds two tickets either of which "
+        "avoids the other",
+    )
+
+    @field_validator("roles")
+    @classmethod
+    def listed(cls, value: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
+        if value is not None and any(not 1 <= len(names) <= 16 for names in value.values()):
+            raise ValueError("each player lists 1 to 16 roles")
+        return value
 
     @field_validator("attributes", mode="before")
     @classmethod
@@ -71,7 +95,7 @@ class TicketBatchOut(BaseModel):
 
 
 class ProposalOut(BaseModel):
-    # Every answer holds `region` (null when none): the document says so.
+    # Every answer holds `region` and `roles` (null when none): the document says so.
     model_config = ConfigDict(json_schema_serialization_defaults_required=True)
 
     proposal_id: str
@@ -80,6 +104,9 @@ class ProposalOut(BaseModel):
     quality: float
     longest_wait_s: float
     region: str | None = Field(None, description="where to play it, under latencies; else null")
+    roles: dict[str, str] | None = Field(
+        None, description="under the mode's roles: each player's role in the match; else null"
+    )
 
 
 class TicketOut(BaseModel):

@@ -161,8 +161,10 @@ local function release(holders, owners)
 end
 """
 
-# KEYS: pool, holders.
-# ARGV: now, expires_at, then per ticket: id, pool value, player count, the players.
+# KEYS: pool, holders, then the done hashes of tickets with an extension (extension.py).
+# ARGV: now, expires_at, seconds to keep an extension, then per ticket: id, pool value, the
+#       number of its done hash in KEYS (0: no extension), its extension's JSON (or empty),
+#       player count, the players.
 # A player's hold is "<expires_at> <ticket>" (store.hold), and counts until expires_at.
 # Returns per ticket 0 (queued) or the 1-based position of a player already holding a ticket
 # (an earlier ticket of the batch counts). A ticket whose players already hold it is this very
@@ -171,26 +173,27 @@ end
 # and is not written again (it may have been matched since).
 ENQUEUE = (
     _CHUNKED
+    + _FINISH
     + """
 local pool, holders = KEYS[1], KEYS[2]
-local now, expires, n = tonumber(ARGV[1]), ARGV[2], #ARGV
-local names, at = {}, 3
+local now, expires, kept, n = tonumber(ARGV[1]), ARGV[2], ARGV[3], #ARGV
+local names, at = {}, 4
 while at <= n do
-  local players = tonumber(ARGV[at + 2])
-  for i = 1, players do names[#names + 1] = ARGV[at + 2 + i] end
-  at = at + 3 + players
+  local players = tonumber(ARGV[at + 4])
+  for i = 1, players do names[#names + 1] = ARGV[at + 4 + i] end
+  at = at + 5 + players
 end
 local held = chunked('HMGET', holders, names)
-local out, fields, holds, taken, k = {}, {}, {}, {}, 0
-at = 3
+local out, fields, holds, taken, extended, k = {}, {}, {}, {}, {}, 0
+at = 4
 while at <= n do
-  local id, players = ARGV[at], tonumber(ARGV[at + 2])
+  local id, players = ARGV[at], tonumber(ARGV[at + 4])
   local clash, again = 0, false
   for i = 1, players do
     local hold = held[k + i]
     if hold and string.sub(hold, -33) == ' ' .. id then
       again = true
-    elseif taken[ARGV[at + 2 + i]] or (hold and tonumber(string.match(hold, '^%S+')) > now) then
+    elseif taken[ARGV[at + 4 + i]] or (hold and tonumber(string.match(hold, '^%S+')) > now) then
       clash = i
       break
     end
@@ -200,17 +203,24 @@ while at <= n do
     fields[#fields + 1] = ARGV[at + 1]
     local hold = expires .. ' ' .. id
     for i = 1, players do
-      local name = ARGV[at + 2 + i]
+      local name = ARGV[at + 4 + i]
       taken[name] = true
       holds[#holds + 1] = name
       holds[#holds + 1] = hold
     end
+    local done = tonumber(ARGV[at + 2])
+    if done > 0 then
+      extended[done] = extended[done] or {}
+      table.insert(extended[done], 'x:' .. id)
+      table.insert(extended[done], ARGV[at + 3])
+    end
   end
   out[#out + 1] = clash
   k = k + players
-  at = at + 3 + players
+  at = at + 5 + players
 end
 if #fields > 0 then
+  for key, pairs_ in pairs(extended) do finish(KEYS[key], pairs_, kept) end
   chunked('HSET', pool, fields)
   chunked('HSET', holders, holds)
 end
@@ -459,10 +469,12 @@ return 0
 """
 
 # Erasure: KEYS: one done hash. ARGV: a player's id and its pseudonym, each in JSON quotes.
-# Renames the player in the teams of every proposal the hash holds, and in the players of
-# what a requeue of it would put back (the "r:" fields, record.kept's layout, read by unkeep);
-# such a ticket's expiry becomes 0, so a requeue reads it as expired and never queues it again.
-# Statuses name no player. Returns how many fields changed.
+# Renames the player in the teams and roles of every proposal the hash holds, and in the
+# players of what a requeue of it would put back (the "r:" fields, record.kept's layout, read
+# by unkeep); such a ticket's expiry becomes 0, so a requeue reads it as expired and never
+# queues it again. Takes the player out of every ticket's avoid list (the "x:" fields,
+# extension.py: JSON; an emptied list goes). Statuses name no player. Returns how many fields
+# changed.
 ERASE_PLAYER = (
     _CHUNKED
     + _KEPT
@@ -493,12 +505,27 @@ for i = 1, #all, 2 do
           .. string.char(#expiry) .. expiry
       end
       value = table.concat(out)
+    elseif string.sub(field, 1, 2) == 'x:' then
+      local extension = cjson.decode(value)
+      local kept_ids = {{}}
+      for _, name in ipairs(extension.avoid or {{}}) do
+        if '"' .. name .. '"' ~= old then kept_ids[#kept_ids + 1] = name end
+      end
+      if #kept_ids > 0 then extension.avoid = kept_ids else extension.avoid = nil end
+      value = next(extension) and cjson.encode(extension) or ''
     else
       local first = string.find(value, '"teams":[', 1, true)
       local last = first and string.find(value, '],"ticket_ids":', first, true)
       if last then
         local teams = string.gsub(string.sub(value, first, last), pattern, replacement)
         value = string.sub(value, 1, first - 1) .. teams .. string.sub(value, last + 1)
+      end
+      -- In the roles map the player is a key: "<id>":, never a role's name.
+      first = string.find(value, '"roles":{{', 1, true)
+      last = first and string.find(value, '}}', first, true)
+      if last then
+        local roles = string.gsub(string.sub(value, first, last), pattern .. ':', replacement .. ':')
+        value = string.sub(value, 1, first - 1) .. roles .. string.sub(value, last + 1)
       end
     end
     changed[#changed + 1] = field

@@ -12,10 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app import metrics
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.infra.redis_client import RedisClient
-from app.matchmaking.proposals import canonical_attributes, form_matches
+from app.matchmaking.proposals import MatchShape, canonical_attributes, form_matches
 from app.modes import service as modes
 from app.players import repository as players
 from app.queues.schemas import (
+    AVOID_PER_PLAYER,
     MatchmakeOut,
     ProposalOut,
     QueueStats,
@@ -75,14 +76,8 @@ async def _enqueue(
     ticket) and the time they were queued."""
     rules = await modes.resolve(session, mode)
     for number, ticket in enumerate(tickets):
-        loc = [*where, number, "players"] if len(where) > 1 else [*where, "players"]
-        if len(set(ticket.players)) != len(ticket.players):
-            raise ValidationFailed(
-                "a player appears twice in the ticket", errors=[{"loc": loc, "msg": "a player appears twice"}]
-            )
-        if len(ticket.players) > rules.team_size:
-            message = f"a party of {len(ticket.players)} does not fit teams of {rules.team_size}"
-            raise ValidationFailed(message, errors=[{"loc": loc, "msg": message}])
+        loc: list[str | int] = [*where, number] if len(where) > 1 else [*where]
+        _check_ticket(ticket, rules.shape, loc)
     known = await players.current_ratings(session, mode, list({p for t in tickets for p in t.players}))
     prior = (rules.env.mu, rules.env.sigma)
     now = time.time()
@@ -93,11 +88,60 @@ async def _enqueue(
             [known.get(p, prior) for p in ticket.players],
             canonical_attributes(ticket.attributes) if ticket.attributes else "{}",
             list(ticket.latencies.items()),
+            [ticket.roles[p] for p in ticket.players] if ticket.roles is not None else None,
+            sorted(set(ticket.avoid)),
         )
         for ticket_id, ticket in zip(new_ids(len(tickets), now), tickets, strict=True)
     ]
     clashes = await QueueStore(redis, mode).enqueue(queued, now, rules.ticket_ttl)
     return queued, clashes, now
+
+
+def _check_ticket(ticket: TicketIn, shape: MatchShape, loc: list[str | int]) -> None:
+    """422 naming the field for a ticket the mode can never match: a player twice, a party
+    larger than a team, roles the mode does not have or that cannot fill one team, an avoid
+    list naming the ticket's own players or too long."""
+
+    def refuse(message: str, *where: str | int) -> None:
+        raise ValidationFailed(message, errors=[{"loc": [*loc, *where], "msg": message}])
+
+    players = ticket.players
+    if len(set(players)) != len(players):
+        refuse("a player appears twice in the ticket", "players")
+    if len(players) > shape.team_size:
+        refuse(f"a party of {len(players)} does not fit teams of {shape.team_size}", "players")
+    composition = shape.composition
+    if ticket.roles is not None and composition is None:
+        refuse("the mode has no roles: set them with PUT /v1/modes/{mode} first", "roles")
+    if composition is not None:
+        listed = ticket.roles or {}
+        for player in listed:
+            if player not in players:
+                refuse(f"{player!r} is not a player of the ticket", "roles", player)
+        for player in players:
+            if player not in listed:
+                refuse(
+                    f"player {player!r} lists no role (the mode's roles: {', '.join(composition.roles)})",
+                    "roles",
+                )
+            unknown = [name for name in listed[player] if name not in composition.roles]
+            if unknown:
+                refuse(
+                    f"unknown role {unknown[0]!r} (the mode's roles: {', '.join(composition.roles)})",
+                    "roles",
+                    player,
+                )
+        masks = [composition.mask(listed[p]) for p in players]
+        if not composition.fits(masks):
+            counts = ", ".join(
+                f"{role}: {count}" for role, count in zip(composition.roles, composition.counts, strict=True)
+            )
+            refuse(f"the party's roles cannot fill one team of the composition ({counts})", "roles")
+    for position, player in enumerate(ticket.avoid):
+        if player in players:
+            refuse(f"a ticket cannot avoid its own player {player!r}", "avoid", position)
+    if len(ticket.avoid) > AVOID_PER_PLAYER * len(players):
+        refuse(f"at most {AVOID_PER_PLAYER} ids per player of the ticket may be avoided", "avoid")
 
 
 def _held(ticket: NewTicket, clash: int, mode: str) -> str:
@@ -202,21 +246,25 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     matches = await asyncio.to_thread(
         form_matches,
         waiting.pool,
-        rules.teams,
-        rules.team_size,
+        rules.shape,
         rules.env.beta,
         rules.relax,
         max_matches,
         rules.latency,
     )
     claims = [
-        ProposalClaim(match.teams, match.quality, match.longest_wait, match.region) for match in matches
+        ProposalClaim(match.teams, match.quality, match.longest_wait, match.region, match.roles)
+        for match in matches
     ]
     claimed_at = time.time()
     proposals: dict[str, ProposalOut] = {}
 
     def render(
-        proposal_id: str, claim: ProposalClaim, ticket_ids: list[str], teams: list[list[str]]
+        proposal_id: str,
+        claim: ProposalClaim,
+        ticket_ids: list[str],
+        teams: list[list[str]],
+        roles: dict[str, str] | None,
     ) -> bytes:
         proposal = proposals[proposal_id] = ProposalOut.model_construct(
             proposal_id=proposal_id,
@@ -225,6 +273,7 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
             quality=float(claim.quality),
             longest_wait_s=float(claim.longest_wait),
             region=claim.region,
+            roles=roles,
         )
         return to_json(proposal)
 

@@ -3,15 +3,19 @@
 Every key of a mode's queue carries the hash tag {mode}, so each script touches one
 Redis Cluster slot, and every key a script touches is declared in its KEYS. "v4" names this
 layout: keys of earlier ones (mm:{mode}:..., mm:v2:..., mm:v3:...) are never read, and a Redis
-that still holds them can drop them (they expire by themselves, bar the first pools).
+that still holds them can drop them (they expire by themselves, bar the first pools). The layout
+only grows by additions every release of it reads or ignores (docs/upgrades.md), so releases
+serve one queue side by side through a rolling deploy: what a ticket says beyond its record
+(roles, avoid lists) is its extension, in its done hash (extension.py).
 
     mm:v4:{mode}:pool         hash: waiting ticket -> its value (below)
     mm:v4:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket,
                               or "0 <ticket>" once that ticket is matched (the player may queue
                               again, and a lookup still finds the match)
     mm:v4:{mode}:done:<min>   hash: a finished ticket -> its status ("matched <proposal>",
-                              "cancelled" or "expired"), a claimed proposal -> its JSON, and
-                              "r:<proposal>" -> what requeueing it needs (or "requeued")
+                              "cancelled" or "expired"), a claimed proposal -> its JSON,
+                              "r:<proposal>" -> what requeueing it needs (or "requeued"), and
+                              "x:<ticket>" -> a ticket's extension, written when it is queued
     mm:v4:{mode}:events       pub/sub channel: the ids of tickets that left the pool (matched,
                               cancelled, expired), 32 hex digits each, run together
 
@@ -61,9 +65,10 @@ import numpy as np
 import numpy.typing as npt
 
 from app.infra.redis_client import RedisClient
+from app.matchmaking.avoid import clashing_rows
 from app.matchmaking.latency import Latencies
 from app.matchmaking.pool import Pool, attribute_group
-from app.queues import record
+from app.queues import extension, record
 from app.queues.record import HEADER_BYTES, HEADER_DOUBLES, HeaderField
 from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, ERASE_PLAYER, EXPIRE, FORGET_HOLD, REQUEUE, run
 
@@ -117,6 +122,8 @@ class NewTicket(NamedTuple):
     ratings: list[tuple[float, float]]
     attributes: str  # canonical JSON
     latencies: Sequence[tuple[str, float]] = ()  # (region, ms) pairs
+    roles: Sequence[Sequence[str]] | None = None  # per player, the roles they accept
+    avoid: Sequence[str] = ()  # players none of its players may meet
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +132,9 @@ class TicketState:
     match: str | None  # the proposal's JSON, once matched
 
 
-# Writes a proposal's JSON from its id, what was claimed, its ticket ids and its teams' players.
-Render = Callable[[str, "ProposalClaim", list[str], list[list[str]]], bytes]
+# Writes a proposal's JSON from its id, what was claimed, its ticket ids, its teams' players and,
+# under roles, each player's role.
+Render = Callable[[str, "ProposalClaim", list[str], list[list[str]], dict[str, str] | None], bytes]
 
 # What requeueing a proposal did to each of its tickets (the REQUEUE script's codes).
 REQUEUED = {0: "cancelled", 1: "queued", 2: "cancelled", 3: "expired"}
@@ -139,6 +147,7 @@ class ProposalClaim(NamedTuple):
     quality: float
     longest_wait: float
     region: str | None = None
+    roles: Sequence[Sequence[str]] | None = None  # per row, in team order: its players' roles
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +174,18 @@ class QueueStore:
             if ticket.attributes not in group_of:
                 group_of[ticket.attributes] = attribute_group(ticket.attributes)
         sizes = [len(ticket.players) for ticket in tickets]
+        extensions = [
+            extension.encode(ticket.roles, ticket.avoid, group_of[ticket.attributes]) for ticket in tickets
+        ]
         # The numbers travel as doubles, packed here: exact, and no decimal text to write or parse.
         ratings = np.array([r for ticket in tickets for r in ticket.ratings], dtype="<f8").reshape(-1, 2)
         starts = np.cumsum([0, *sizes[:-1]])
         headers = np.empty((len(tickets), HEADER_DOUBLES), dtype=record.DOUBLE)
         headers[:, HeaderField.ENQUEUED_AT] = now
-        headers[:, HeaderField.GROUP] = [group_of[ticket.attributes] for ticket in tickets]
+        headers[:, HeaderField.GROUP] = [
+            extension.extended_group(ticket.ticket_id) if text else group_of[ticket.attributes]
+            for ticket, text in zip(tickets, extensions, strict=True)
+        ]
         headers[:, HeaderField.PLAYERS] = sizes
         headers[:, HeaderField.MU_SUM] = _party_sums(ratings[:, 0], starts, sizes)
         headers[:, HeaderField.VAR_SUM] = _party_sums(ratings[:, 1] * ratings[:, 1], starts, sizes)
@@ -178,8 +193,9 @@ class QueueStore:
         headers[:, HeaderField.EXPIRES_AT] = expires_at
         headers[:, HeaderField.REGIONS] = [len(ticket.latencies) for ticket in tickets]
         header_bytes, rating_bytes = headers.tobytes(), ratings.tobytes()
+        keys = [self.keys.pool, self.keys.holders]
         # The script writes each player's hold as hold(expires_at, ticket) does.
-        args: list[str | bytes | int] = [repr(now), repr(expires_at)]
+        args: list[str | bytes | int] = [repr(now), repr(expires_at), _kept(ttl)]
         for number, (ticket, start) in enumerate(zip(tickets, starts.tolist(), strict=True)):
             value = record.encode(
                 header_bytes[HEADER_BYTES * number : HEADER_BYTES * (number + 1)],
@@ -191,8 +207,14 @@ class QueueStore:
                 [name for name, _ in ticket.latencies],
                 ticket.players,
             )
-            args += [ticket.ticket_id, value, len(ticket.players), *ticket.players]
-        result = await run(self.redis, ENQUEUE, [self.keys.pool, self.keys.holders], args)
+            done = 0
+            if extensions[number]:
+                key = self.keys.done(ticket.ticket_id)
+                if key not in keys:
+                    keys.append(key)
+                done = keys.index(key) + 1
+            args += [ticket.ticket_id, value, done, extensions[number], len(ticket.players), *ticket.players]
+        result = await run(self.redis, ENQUEUE, keys, args)
         return [int(r) for r in result]
 
     async def ticket(self, ticket_id: str, now: float) -> TicketState | None:
@@ -225,17 +247,21 @@ class QueueStore:
             for state in states
         ]
 
-    async def _read_done(self, ids: Sequence[str]) -> list[Any]:
-        """The done-hash fields of these ids, one HMGET per hash, in one pipelined round trip."""
-        by_key: dict[str, list[int]] = {}
+    async def _read_done(self, ids: Sequence[str], prefix: str = "") -> list[Any]:
+        """The done-hash fields of these ids (each prefixed), one HMGET per hash, in one
+        pipelined round trip."""
+        by_second: dict[str, list[int]] = {}
         for number, some_id in enumerate(ids):
-            by_key.setdefault(self.keys.done(some_id), []).append(number)
+            by_second.setdefault(some_id[:8], []).append(number)
+        by_key: dict[str, list[int]] = {}
+        for second, numbers in by_second.items():
+            by_key.setdefault(self.keys.done(second), []).extend(numbers)
         found: list[Any] = [None] * len(ids)
         if not by_key:
             return found
         async with self.redis.pipeline(transaction=False) as pipe:
             for key, numbers in by_key.items():
-                pipe.hmget(key, [ids[number] for number in numbers])
+                pipe.hmget(key, [prefix + ids[number] for number in numbers])
             replies = await pipe.execute()
         for numbers, values in zip(by_key.values(), replies, strict=True):
             for number, value in zip(numbers, values, strict=True):
@@ -257,8 +283,9 @@ class QueueStore:
         return ticket_id, state
 
     async def waiting(self, now: float, ttl: float) -> Waiting:
-        """Every waiting, unexpired ticket, in one round trip; tickets past the TTL are swept
-        out on the way (one more round trip, only when there are some)."""
+        """Every waiting, unexpired ticket, in one round trip (two when some tickets have
+        extensions); tickets past the TTL are swept out on the way (one more round trip, only
+        when there are some)."""
         raw: dict[bytes, bytes] = await self.redis.hgetall(self.keys.pool)  # type: ignore[assignment]
         headers = record.headers_of(list(raw.values()))
         waited = now - headers[:, HeaderField.ENQUEUED_AT]
@@ -271,15 +298,25 @@ class QueueStore:
         headers = headers[live]
         values = list(raw.values())
         live_values = [values[i] for i in live.tolist()]
+        live_ids = [ids[i] for i in live.tolist()]
         players = headers[:, HeaderField.PLAYERS].astype(np.int64)
+        groups = headers[:, HeaderField.GROUP].astype(np.int64)
+        extended = np.flatnonzero(groups < 0).tolist()
+        roles: list[extension.TicketRoles | None] | None = None
+        clashes = None
+        if extended:
+            read = await self._read_done([live_ids[row] for row in extended], extension.FIELD_PREFIX)
+            roles, clashes = _extensions(live_values, players, groups, extended, read)
         pool = Pool(
-            [ids[i] for i in live.tolist()],
+            live_ids,
             players,
             headers[:, HeaderField.MU_SUM].copy(),
             headers[:, HeaderField.VAR_SUM].copy(),
             waited[live],
-            headers[:, HeaderField.GROUP].astype(np.int64),
+            groups,
             _latencies(live_values, players, headers[:, HeaderField.REGIONS].astype(np.int64)),
+            roles,
+            clashes,
         )
         return Waiting(pool, live_values, headers[:, HeaderField.EXPIRES_AT].tolist())
 
@@ -323,7 +360,14 @@ class QueueStore:
                 row: tail[2][2:-2].decode().split('","') for row, tail in zip(rows, tails, strict=True)
             }
             teams = [[name for row in team for name in players[row]] for team in claim.teams]
-            body = render(proposal_id, claim, [ids[row] for row in rows], teams)
+            roles = None
+            if claim.roles is not None:
+                roles = {
+                    name: role
+                    for row, names in zip(rows, claim.roles, strict=True)
+                    for name, role in zip(players[row], names, strict=True)
+                }
+            body = render(proposal_id, claim, [ids[row] for row in rows], teams, roles)
             # What a requeue puts back: each ticket's id, its pool value and its hold's expiry.
             kept = b"".join(
                 record.kept(ids[row], values[row], repr(expires_at[row]).encode()) for row in rows
@@ -442,6 +486,42 @@ def _party_sums(values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], 
         more = counts > offset
         total[more] += values[starts[more] + offset]
     return total
+
+
+def _extensions(
+    values: list[bytes], players: Any, groups: Any, extended: list[int], read: list[Any]
+) -> tuple[list[extension.TicketRoles | None] | None, Any]:
+    """From the extensions of the rows that have one: the pool's roles (None when no ticket
+    lists any) and clashing rows (None without avoid lists). Each extended row's true group
+    is set from its attributes (extension.py), in `groups`."""
+    sizes = players.tolist()
+    decoded: dict[Any, extension.Extension] = {}
+    digests: dict[bytes, int] = {}
+    roles: list[extension.TicketRoles | None] = [None] * len(values)
+    avoid: list[tuple[str, ...]] = [()] * len(values)
+    for row, text in zip(extended, read, strict=True):
+        found = decoded.get(text)
+        if found is None:
+            found = decoded[text] = extension.decode(text)
+        if not found.readable:
+            continue  # its record's group of one keeps it out of every match this release forms
+        roles[row], avoid[row] = found.roles, found.avoid
+        group = found.group
+        if group is None:  # an extension that no longer says it (erasure emptied it)
+            attributes = record.tail(values[row], sizes[row])[0]
+            group = digests.get(attributes)
+            if group is None:
+                group = digests[attributes] = attribute_group(attributes.decode())
+        groups[row] = group
+    clashes = None
+    if any(avoid):
+        # Players are identifiers (no escapes in JSON): the array is cut rather than decoded.
+        names = [
+            record.tail(value, size)[2][2:-2].decode().split('","')
+            for value, size in zip(values, sizes, strict=True)
+        ]
+        clashes = clashing_rows(names, avoid)
+    return (roles if any(r is not None for r in roles) else None), clashes
 
 
 def _latencies(values: list[bytes], players: Any, counts: Any) -> Latencies | None:

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.matchmaking.pool import Match, Pool
-from app.matchmaking.proposals import form_matches
+from app.matchmaking.proposals import MatchShape, form_matches
 from app.rating.levels import Matches, rate_levels
 from app.simulation.baselines import elo_deltas, random_matches
 from app.simulation.population import Behaviour, Offline, Population, Streams
@@ -49,7 +49,12 @@ PAIRINGS = ("quality", "random")
 def quality_matches(pool: Pool, mode: ModeSettings, max_matches: int) -> list[Match]:
     """The service's matchmaking for this mode (app.queues.service.matchmake's call)."""
     return form_matches(
-        pool, mode.teams, mode.team_size, mode.beta, mode.relaxation(), max_matches, mode.latency_rule()
+        pool,
+        MatchShape(mode.teams, mode.team_size),
+        mode.beta,
+        mode.relaxation(),
+        max_matches,
+        mode.latency_rule(),
     )
 
 

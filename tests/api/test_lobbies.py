@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 import httpx
 import pytest
 
@@ -102,3 +104,39 @@ async def test_lobbies_need_the_matchmaking_scope(
     assert (
         await client.post("/v1/lobbies/evaluate", json={"teams": [["a"], ["b"]]}, headers=lobby)
     ).status_code == 200
+
+
+async def test_balance_under_the_modes_roles_names_each_role(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    mode = f"lr-{secrets.token_hex(3)}"
+    roles = {"tank": 1, "healer": 1, "damage": 3}
+    assert (
+        await client.put(f"/v1/modes/{mode}", json={"team_size": 5, "roles": roles}, headers=admin_headers)
+    ).status_code == 200
+    players = [f"lb{i}" for i in range(10)]
+    accepted = {p: ["damage"] for p in players}
+    accepted.update(
+        {"lb0": ["tank"], "lb1": ["tank", "healer"], "lb2": ["healer"], "lb3": ["healer", "damage"]}
+    )
+    body = {"mode": mode, "players": players, "teams": 2, "roles": accepted, "parties": [["lb0", "lb4"]]}
+    response = await client.post("/v1/lobbies/balance", json=body, headers=admin_headers)
+    assert response.status_code == 200, response.text
+    split = response.json()
+    assert split["exact"] is True
+    for team in split["teams"]:
+        assert sorted(split["roles"][p] for p in team) == ["damage", "damage", "damage", "healer", "tank"]
+        assert all(split["roles"][p] in accepted[p] for p in team)
+    assert any({"lb0", "lb4"} <= set(team) for team in split["teams"])
+    for change, words in (
+        ({"roles": {**accepted, "lb9": ["bard"]}}, "unknown role"),
+        ({"roles": {p: r for p, r in accepted.items() if p != "lb9"}}, "lists no role"),
+        ({"roles": {p: ["damage"] for p in players}}, "cannot be met"),
+    ):
+        response = await client.post("/v1/lobbies/balance", json={**body, **change}, headers=admin_headers)
+        assert response.status_code == 422, response.text
+        assert words in response.json()["detail"]
+    plain = await client.post(
+        "/v1/lobbies/balance", json={"players": players, "teams": 2, "roles": accepted}, headers=admin_headers
+    )
+    assert plain.status_code == 422 and plain.json()["errors"][0]["loc"] == ["body", "roles"]

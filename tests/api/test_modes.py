@@ -140,3 +140,73 @@ async def test_replay_is_recommended_when_a_rating_parameter_changes_under_match
         assert (await api.put_mode(name, **params)).replay_recommended is True, why
     # The read answers carry no such flag: it describes a change, not a mode.
     assert "replay_recommended" not in (await api.get_mode(name)).model_dump()
+
+
+async def test_a_mode_sets_roles_and_minimums_and_clears_them_with_null(api: AsyncClient) -> None:
+    name = f"mode-{secrets.token_hex(3)}"
+    roles = {"tank": 1, "healer": 1, "damage": 3}
+    created = await api.put_mode(name, team_size=5, roles=roles, teams_min=2)
+    assert (created.roles, created.team_size_min, created.teams_min) == (roles, 5, 2)
+    battle = await api.put_mode(f"br-{secrets.token_hex(3)}", teams=200, team_size=1, teams_min=60)
+    assert (battle.teams, battle.teams_min, battle.team_size_min) == (200, 60, 1)
+    cleared = await api.put_mode(name, roles=None, team_size_min=3)
+    assert (cleared.roles, cleared.team_size_min) == (None, 3)
+    assert (await api.get_mode(name)).team_size_min == 3
+    back = await api.put_mode(name, team_size_min=None)
+    assert back.team_size_min == 5
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "words"),
+    [
+        ({"team_size": 5, "roles": {"tank": 1, "damage": 3}}, "roles", "add up to 4"),
+        ({"team_size": 5, "roles": {"tank": 0, "damage": 5}}, "roles", ""),
+        ({"team_size": 5, "team_size_min": 6}, "team_size_min", "above team_size"),
+        ({"team_size": 5, "team_size_min": -1}, "team_size_min", ""),
+        ({"teams": 4, "teams_min": 5}, "teams_min", "above teams"),
+        ({"teams_min": 1}, "teams_min", ""),
+        ({"teams": 100, "team_size": 5}, "teams", "only for teams of 4"),
+        ({"teams": 201, "team_size": 1}, "teams", ""),
+        ({"team_size": 5, "roles": {"tank": 1, "damage": 4}, "team_size_min": 4}, "team_size_min", "fixes"),
+        ({"team_size": 5, "roles": {f"r{i}": 1 for i in range(9)}}, "roles", ""),
+    ],
+)
+async def test_bad_shapes_are_422_naming_the_field(
+    client: httpx.AsyncClient,
+    admin_headers: dict[str, str],
+    params: dict[str, object],
+    field: str,
+    words: str,
+) -> None:
+    name = f"shape-{secrets.token_hex(3)}"
+    response = await client.put(f"/v1/modes/{name}", json=params, headers=admin_headers)
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert any(e["loc"] == ["body", field] or e["loc"][:2] == ["body", field] for e in problem["errors"]), (
+        problem
+    )
+    assert words in problem["detail"] or any(words in e["msg"] for e in problem["errors"])
+    # Nothing was written.
+    assert (await client.get(f"/v1/modes/{name}", headers=admin_headers)).status_code == 404
+
+
+async def test_a_change_that_crosses_a_stored_minimum_names_both_fields(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    name = f"shape-{secrets.token_hex(3)}"
+    assert (
+        await client.put(
+            f"/v1/modes/{name}", json={"team_size": 5, "team_size_min": 4}, headers=admin_headers
+        )
+    ).status_code == 200
+    response = await client.put(f"/v1/modes/{name}", json={"team_size": 3}, headers=admin_headers)
+    assert response.status_code == 422
+    assert [e["loc"] for e in response.json()["errors"]] == [["body", "team_size"]]
+    roles = {"tank": 1, "healer": 1, "damage": 3}
+    assert (
+        await client.put(
+            f"/v1/modes/{name}", json={"team_size_min": None, "roles": roles}, headers=admin_headers
+        )
+    ).status_code == 200
+    response = await client.put(f"/v1/modes/{name}", json={"team_size": 6}, headers=admin_headers)
+    assert response.status_code == 422 and "add up to 5" in response.json()["detail"]

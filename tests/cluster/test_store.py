@@ -37,8 +37,12 @@ async def test_every_queue_script_runs_on_its_modes_slot_and_events_reach_a_subs
             store = QueueStore(redis, mode)
             now = time.time()
             tickets = [_ticket(n) for n in range(4)]
+            # One with an extension (extension.py): the enqueue script also writes its done hash.
+            tickets[1] = tickets[1]._replace(roles=[["tank"]], avoid=["p2"])
             assert await store.enqueue(tickets, now, 60.0) == [0, 0, 0, 0]
             waiting = await store.waiting(now, 60.0)
+            assert waiting.pool.roles is not None and waiting.pool.clashes is not None
+            assert len(set(waiting.pool.group.tolist())) == 1  # its true group read back
             first, second = (
                 waiting.pool.ids.index(tickets[0].ticket_id),
                 waiting.pool.ids.index(tickets[1].ticket_id),

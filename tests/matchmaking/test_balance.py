@@ -10,6 +10,7 @@ import pytest
 
 from app.matchmaking.balance import EXACT_LIMIT, _heuristic, balance, team_sizes, units_of
 from app.matchmaking.quality import pair_quality
+from app.matchmaking.roles import Composition
 from app.rating import Rating, RatingInputError, TrueSkill, quality_1vs1
 
 ENV = TrueSkill()
@@ -108,3 +109,78 @@ def test_pair_quality_is_equation_7() -> None:
     )
     for q, x, y in zip(quality.tolist(), a, b, strict=True):
         assert q == pytest.approx(quality_1vs1(x, y, env=ENV), rel=1e-13)
+
+
+COMPOSITION = Composition.of({"tank": 1, "healer": 1, "damage": 3})
+
+
+def roles_met(split_roles: list[list[int]], composition: Composition) -> bool:
+    return all(
+        sorted(team) == sorted(r for r, c in enumerate(composition.counts) for _ in range(c))
+        for team in split_roles
+    )
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_composition_takes_the_best_split_whose_teams_can_seat_their_players(seed: int) -> None:
+    rng = random.Random(seed)
+    ratings = lobby(rng, 10)
+    choices = [
+        ["tank"],
+        ["healer"],
+        ["damage"],
+        ["tank", "damage"],
+        ["healer", "damage"],
+        ["damage", "healer", "tank"],
+    ]
+    roles = [rng.choice(choices) for _ in range(10)]
+    roles[0], roles[1], roles[2], roles[3] = ["tank"], ["tank", "damage"], ["healer"], ["healer", "damage"]
+    parties = [[4, 5]] if seed % 2 else []
+    # Brute force: every split into fives (parties together) with a seating for both teams.
+    best = 0.0
+    for combo in itertools.combinations(range(10), 5):
+        other = [p for p in range(10) if p not in combo]
+        if parties and (4 in combo) != (5 in combo):
+            continue
+        if all(COMPOSITION.fits([COMPOSITION.mask(roles[p]) for p in team]) for team in (combo, other)):
+            best = max(best, ENV.quality([[ratings[p] for p in combo], [ratings[p] for p in other]]))
+    if best == 0.0:
+        with pytest.raises(RatingInputError, match="roles cannot be met"):
+            balance(ratings, 2, parties, ENV, roles=roles, composition=COMPOSITION)
+        return
+    split = balance(ratings, 2, parties, ENV, roles=roles, composition=COMPOSITION)
+    assert split.exact and split.roles is not None
+    assert roles_met(split.roles, COMPOSITION)
+    for team, team_roles in zip(split.teams, split.roles, strict=True):
+        assert all(COMPOSITION.roles[r] in roles[p] for p, r in zip(team, team_roles, strict=True))
+    assert split.quality == pytest.approx(best, rel=1e-12)
+
+
+def test_above_the_exact_limit_every_team_still_meets_the_composition() -> None:
+    rng = random.Random(21)
+    composition = Composition.of({"tank": 2, "healer": 2, "damage": 4})
+    ratings = lobby(rng, 24)
+    roles = [["tank"] if i < 6 else ["healer", "damage"] if i < 12 else ["damage"] for i in range(24)]
+    rng.shuffle(roles)
+    split = balance(ratings, 3, [[0, 1]], ENV, roles=roles, composition=composition)
+    assert not split.exact and split.roles is not None
+    assert roles_met(split.roles, composition)
+    for team, team_roles in zip(split.teams, split.roles, strict=True):
+        assert all(composition.roles[r] in roles[p] for p, r in zip(team, team_roles, strict=True))
+    assert split.quality == pytest.approx(
+        ENV.quality([[ratings[p] for p in team] for team in split.teams]), rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("roles", "message"),
+    [
+        ([["damage"]] * 10, "roles cannot be met"),
+        ([["tank"]] * 10, "roles cannot be met"),
+    ],
+)
+def test_compositions_no_split_can_meet_are_named(roles: list[list[str]], message: str) -> None:
+    with pytest.raises(RatingInputError, match=message):
+        balance(lobby(random.Random(1), 10), 2, env=ENV, roles=roles, composition=COMPOSITION)
+    with pytest.raises(RatingInputError, match="cannot fill"):
+        balance(lobby(random.Random(1), 8), 2, env=ENV, roles=[["damage"]] * 8, composition=COMPOSITION)

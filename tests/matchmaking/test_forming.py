@@ -9,9 +9,9 @@ import pytest
 
 from app.matchmaking.balance import EXACT_LIMIT, balance
 from app.matchmaking.pool import Pool, Ticket
-from app.matchmaking.proposals import Relaxation, form_matches, propose
+from app.matchmaking.proposals import MatchShape, Relaxation, form_matches, propose
 from app.matchmaking.quality import pair_quality, team_quality
-from app.matchmaking.windows import SPLIT_LIMIT, split_count, split_patterns
+from app.matchmaking.scoring import SPLIT_LIMIT, split_count, split_patterns
 from app.rating import Rating, TrueSkill, quality_1vs1
 
 ENV = TrueSkill()
@@ -51,7 +51,7 @@ def test_shapes_with_too_many_splits_are_not_enumerated() -> None:
 def test_each_match_carries_the_exact_best_split_of_its_players(teams: int, size: int) -> None:
     rng = random.Random(teams * 10 + size)
     tickets = solo_tickets(rng, 120)
-    made = propose(tickets, teams, size, ENV, OPEN, max_matches=6)
+    made = propose(tickets, MatchShape(teams, size), ENV, OPEN, max_matches=6)
     assert len(made) == 6
     by_player = {t.players[0]: t.ratings[0] for t in tickets}
     for proposal in made:
@@ -69,7 +69,7 @@ def test_each_match_carries_the_exact_best_split_of_its_players(teams: int, size
 def test_a_shape_above_the_exact_limit_is_balanced_by_the_heuristic() -> None:
     rng = random.Random(3)
     tickets = solo_tickets(rng, 200)
-    made = propose(tickets, 2, 8, ENV, OPEN, max_matches=4)
+    made = propose(tickets, MatchShape(2, 8), ENV, OPEN, max_matches=4)
     by_player = {t.players[0]: t.ratings[0] for t in tickets}
     assert len(made) == 4
     for proposal in made:
@@ -115,7 +115,7 @@ def test_tickets_of_different_groups_never_share_a_match(teams: int, size: int) 
         for i in range(400)
     ]
     region = {t.ticket_id: t.attributes for t in tickets}
-    made = propose(tickets, teams, size, ENV, OPEN, max_matches=10_000)
+    made = propose(tickets, MatchShape(teams, size), ENV, OPEN, max_matches=10_000)
     # Pairs drain the pool; team windows taken greedily leave short gaps between them, whose
     # tickets stay queued for the next call.
     possible = 400 // (teams * size)
@@ -127,12 +127,12 @@ def test_tickets_of_different_groups_never_share_a_match(teams: int, size: int) 
 def test_draining_a_pool_pairs_everyone_the_threshold_allows_once() -> None:
     rng = random.Random(6)
     tickets = solo_tickets(rng, 501)
-    made = propose(tickets, 2, 1, ENV, OPEN, max_matches=10_000)
+    made = propose(tickets, MatchShape(2, 1), ENV, OPEN, max_matches=10_000)
     claimed = [t for p in made for t in p.ticket_ids]
     assert len(claimed) == len(set(claimed)) == 500
     # Best first, and max_matches caps the count.
     assert [p.quality for p in made] == sorted((p.quality for p in made), reverse=True)
-    assert len(propose(tickets, 2, 1, ENV, OPEN, max_matches=7)) == 7
+    assert len(propose(tickets, MatchShape(2, 1), ENV, OPEN, max_matches=7)) == 7
 
 
 def test_no_match_falls_under_its_threshold_and_waiting_relaxes_it() -> None:
@@ -143,10 +143,10 @@ def test_no_match_falls_under_its_threshold_and_waiting_relaxes_it() -> None:
             Ticket(f"t{i}", (f"p{i}",), (Rating(rng.uniform(0, 60), rng.uniform(1, 8)),), "{}", 0.0)
             for i in range(200)
         ]
-        made = propose(fresh, teams, size, ENV, relax, max_matches=1000)
+        made = propose(fresh, MatchShape(teams, size), ENV, relax, max_matches=1000)
         assert made and all(p.quality >= 0.6 for p in made)
         waited = [Ticket(t.ticket_id, t.players, t.ratings, t.attributes, 20.0) for t in fresh]
-        relaxed = propose(waited, teams, size, ENV, relax, max_matches=1000)
+        relaxed = propose(waited, MatchShape(teams, size), ENV, relax, max_matches=1000)
         assert all(p.quality >= 0.2 for p in relaxed)
         assert len(relaxed) > len(made)
 
@@ -160,7 +160,7 @@ def test_parties_stay_together_and_fill_their_teams() -> None:
         tickets.append(Ticket(f"t{i}", tuple(f"p{i}-{k}" for k in range(size)), ratings, "{}", 0.0))
     ticket_of = {p: t.ticket_id for t in tickets for p in t.players}
     by_player = {p: r for t in tickets for p, r in zip(t.players, t.ratings, strict=True)}
-    made = propose(tickets, 2, 5, ENV, OPEN, max_matches=20)
+    made = propose(tickets, MatchShape(2, 5), ENV, OPEN, max_matches=20)
     assert len(made) == 20
     for proposal in made:
         assert [len(team) for team in proposal.teams] == [5, 5]
@@ -178,7 +178,7 @@ def test_parties_stay_together_and_fill_their_teams() -> None:
 def test_a_ticket_bigger_than_a_team_waits() -> None:
     big = Ticket("big", ("a", "b", "c"), (Rating(), Rating(), Rating()), "{}", 0.0)
     solo = [Ticket(f"s{i}", (f"s{i}",), (Rating(),), "{}", 0.0) for i in range(4)]
-    made = propose([big, *solo], 2, 2, ENV, OPEN, max_matches=5)
+    made = propose([big, *solo], MatchShape(2, 2), ENV, OPEN, max_matches=5)
     assert [sorted(p.ticket_ids) for p in made] == [["s0", "s1", "s2", "s3"]]
 
 
@@ -187,6 +187,6 @@ def test_columns_and_ticket_objects_form_the_same_matches() -> None:
     tickets = solo_tickets(rng, 300)
     pool = Pool.of(tickets)
     for teams, size in ((2, 1), (2, 5), (3, 2)):
-        by_rows = form_matches(pool, teams, size, ENV.beta, OPEN, 10)
-        by_tickets = propose(tickets, teams, size, ENV, OPEN, 10)
+        by_rows = form_matches(pool, MatchShape(teams, size), ENV.beta, OPEN, 10)
+        by_tickets = propose(tickets, MatchShape(teams, size), ENV, OPEN, 10)
         assert [tuple(pool.ids[r] for r in m.rows) for m in by_rows] == [p.ticket_ids for p in by_tickets]

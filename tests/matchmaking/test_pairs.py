@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 
 from app.matchmaking.pool import Ticket
-from app.matchmaking.proposals import Relaxation, propose
+from app.matchmaking.proposals import MatchShape, Relaxation, propose
 from app.rating import Rating, TrueSkill, quality_1vs1
 
 ENV = TrueSkill()
@@ -32,7 +32,7 @@ def test_pairing_is_within_0_7_percent_of_the_optimum_on_small_pools(count: int,
         for b in tickets[i + 1 :]:
             graph.add_edge(a.ticket_id, b.ticket_id, weight=quality_1vs1(a.ratings[0], b.ratings[0], env=ENV))
     best = sum(graph[a][b]["weight"] for a, b in nx.max_weight_matching(graph))
-    ours = propose(tickets, 2, 1, ENV, OPEN, max_matches=10_000)
+    ours = propose(tickets, MatchShape(2, 1), ENV, OPEN, max_matches=10_000)
     assert len(ours) == count // 2
     assert sum(p.quality for p in ours) >= 0.993 * best
 
@@ -40,7 +40,7 @@ def test_pairing_is_within_0_7_percent_of_the_optimum_on_small_pools(count: int,
 def test_a_pair_carries_the_longer_wait_of_its_two_tickets() -> None:
     tickets = solo(random.Random(3), 20)
     waited = {t.ticket_id: t.waited for t in tickets}
-    made = propose(tickets, 2, 1, ENV, OPEN, max_matches=10)
+    made = propose(tickets, MatchShape(2, 1), ENV, OPEN, max_matches=10)
     assert len(made) == 10
     for proposal in made:
         assert proposal.longest_wait == max(waited[t] for t in proposal.ticket_ids)

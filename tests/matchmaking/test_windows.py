@@ -6,8 +6,8 @@ import pytest
 
 from app.matchmaking.latency import LatencyRule
 from app.matchmaking.pool import Ticket
-from app.matchmaking.proposals import Relaxation, propose
-from app.matchmaking.windows import snake_pattern
+from app.matchmaking.proposals import MatchShape, Relaxation, propose
+from app.matchmaking.scoring import snake_pattern
 from app.rating import Rating, TrueSkill
 
 ENV = TrueSkill()
@@ -23,25 +23,25 @@ def test_parties_form_no_match_below_the_quality_threshold() -> None:
     """Two parties far apart in skill make one possible 2v2, whose quality is far below 0.5:
     it is proposed when any quality will do, and not under a threshold of 0.5."""
     tickets = [party("strong", 40.0), party("weak", 10.0)]
-    (only,) = propose(tickets, 2, 2, ENV, OPEN, max_matches=5)
+    (only,) = propose(tickets, MatchShape(2, 2), ENV, OPEN, max_matches=5)
     assert only.quality < 0.01
-    assert propose(tickets, 2, 2, ENV, Relaxation(0.5, 0.5, 60.0), max_matches=5) == []
+    assert propose(tickets, MatchShape(2, 2), ENV, Relaxation(0.5, 0.5, 60.0), max_matches=5) == []
 
 
 def test_a_party_window_at_exactly_the_latency_limit_plays_and_one_above_does_not() -> None:
     rule = LatencyRule(start_ms=50.0, relaxed_ms=50.0, seconds=10.0)
     at_limit = [party("a", 25.0, (("eu", 50.0),)), party("b", 25.0, (("eu", 20.0),))]
-    (match,) = propose(at_limit, 2, 2, ENV, OPEN, max_matches=5, latency=rule)
+    (match,) = propose(at_limit, MatchShape(2, 2), ENV, OPEN, max_matches=5, latency=rule)
     assert match.region == "eu"
     above = [party("a", 25.0, (("eu", 50.5),)), party("b", 25.0, (("eu", 20.0),))]
-    assert propose(above, 2, 2, ENV, OPEN, max_matches=5, latency=rule) == []
+    assert propose(above, MatchShape(2, 2), ENV, OPEN, max_matches=5, latency=rule) == []
 
 
 def test_the_best_of_two_overlapping_party_windows_is_the_one_proposed() -> None:
     """Parties of two at 20, 21 and 35 for a 2v2: the windows {20, 21} and {21, 35} share the
     middle party, and the closer one is proposed."""
     tickets = [party("low", 20.0), party("mid", 21.0), party("far", 35.0)]
-    (only,) = propose(tickets, 2, 2, ENV, OPEN, max_matches=5)
+    (only,) = propose(tickets, MatchShape(2, 2), ENV, OPEN, max_matches=5)
     assert set(only.ticket_ids) == {"low", "mid"}
 
 

@@ -17,6 +17,13 @@ async def make_mode(client: httpx.AsyncClient, headers: dict[str, str], **params
     return name
 
 
-def render(proposal_id: str, claim: object, ticket_ids: list[str], teams: list[list[str]]) -> bytes:
+def render(
+    proposal_id: str,
+    claim: object,
+    ticket_ids: list[str],
+    teams: list[list[str]],
+    roles: dict[str, str] | None,
+) -> bytes:
     """A proposal's JSON for QueueStore.claim (the service writes ProposalOut's)."""
-    return json.dumps({"proposal_id": proposal_id, "teams": teams, "ticket_ids": ticket_ids}).encode()
+    body = {"proposal_id": proposal_id, "teams": teams, "ticket_ids": ticket_ids, "roles": roles}
+    return json.dumps(body).encode()

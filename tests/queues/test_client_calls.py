@@ -55,3 +55,32 @@ def test_the_sync_client_long_polls_past_its_own_timeout(live_server: str) -> No
             api.create_ticket("cq-sync", body)
         assert nested.value.status == 422
         assert "flat" in nested.value.problem["detail"]
+
+
+async def test_the_async_client_carries_roles_avoid_lists_and_shapes(api: AsyncClient) -> None:
+    roles = {"tank": 1, "healer": 1, "damage": 3}
+    mode = await api.put_mode("cq-roles", team_size=5, roles=roles, quality_start=0.0, quality_floor=0.0)
+    assert (mode.roles, mode.team_size_min) == (roles, 5)
+    accepted = {f"cr-{i}": ["tank"] if i < 2 else ["healer"] if i < 4 else ["damage"] for i in range(10)}
+    await api.create_tickets(
+        mode.name,
+        [{"players": [p], "roles": {p: r}, "avoid": ["cr-stranger"]} for p, r in accepted.items()],
+    )
+    (made,) = (await api.matchmake(mode.name, 10)).matches
+    assert made.roles is not None and {p: [r] for p, r in made.roles.items()} == accepted
+    split = await api.balance_lobby({"mode": mode.name, "players": list(accepted), "roles": accepted})
+    assert split.roles == {p: r[0] for p, r in accepted.items()}
+
+
+def test_the_sync_client_carries_roles_and_avoid_lists(live_server: str) -> None:
+    with Client(live_server, ADMIN_KEY) as api:
+        api.put_mode("cq-roles-sync", team_size=2, roles={"tank": 1, "damage": 1})
+        created = api.create_ticket(
+            "cq-roles-sync",
+            {"players": ["crs-1", "crs-2"], "roles": {"crs-1": ["tank"], "crs-2": ["damage"]}},
+        )
+        assert created.status == "queued"
+        with pytest.raises(ApiError) as unknown:
+            api.create_ticket("cq-roles-sync", {"players": ["crs-3"], "roles": {"crs-3": ["bard"]}})
+        assert unknown.value.status == 422
+        assert unknown.value.problem["errors"][0]["loc"] == ["body", "roles", "crs-3"]

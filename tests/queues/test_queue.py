@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.matchmaking.proposals import Relaxation, Ticket, canonical_attributes, propose
+from app.matchmaking.proposals import MatchShape, Relaxation, Ticket, canonical_attributes, propose
 from app.queues.schemas import MatchmakeOut
 from app.rating import Rating, TrueSkill, quality_1vs1
 from tests.matchmaking.optimum import matching_bound
@@ -237,7 +237,7 @@ def test_1v1_total_quality_is_within_2_percent_of_the_optimum() -> None:
         Ticket(f"t{i}", (f"p{i}",), (Rating(rng.uniform(0, 50), rng.uniform(1, 8)),), "{}", 0.0)
         for i in range(1000)
     ]
-    ours = propose(tickets, 2, 1, env, Relaxation(0.0, 0.0, 1.0), max_matches=10_000)
+    ours = propose(tickets, MatchShape(2, 1), env, Relaxation(0.0, 0.0, 1.0), max_matches=10_000)
     ours_total = sum(p.quality for p in ours)
     # Against a bound on every matching over each ticket's 20 nearest neighbours by mu (further
     # pairs are dominated by nearer ones in quality): at least 98% of it is at least 98% of the
@@ -265,7 +265,7 @@ def test_5v5_beats_sorting_by_mu_and_cutting_into_lobbies() -> None:
         Ticket(f"t{i}", (f"p{i}",), (Rating(rng.uniform(0, 50), rng.uniform(1, 8)),), "{}", 0.0)
         for i in range(300)
     ]
-    ours = propose(tickets, 2, 5, env, Relaxation(0.0, 0.0, 1.0), max_matches=30)
+    ours = propose(tickets, MatchShape(2, 5), env, Relaxation(0.0, 0.0, 1.0), max_matches=30)
     # Runs overlap, so not every ticket is placed in one call: the rest stay queued.
     ordered = sorted(tickets, key=lambda t: t.ratings[0].mu)
     baseline = []
@@ -289,7 +289,7 @@ def test_every_shape_forms_full_matches(shape: tuple[int, int]) -> None:
     teams, size = shape
     rng = random.Random(13)
     tickets = [Ticket(f"t{i}", (f"p{i}",), (Rating(rng.uniform(20, 30), 3.0),), "{}", 0.0) for i in range(40)]
-    made = propose(tickets, teams, size, TrueSkill(), Relaxation(0.0, 0.0, 1.0), max_matches=3)
+    made = propose(tickets, MatchShape(teams, size), TrueSkill(), Relaxation(0.0, 0.0, 1.0), max_matches=3)
     assert len(made) == 3
     for proposal in made:
         assert len(proposal.teams) == teams

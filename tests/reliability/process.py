@@ -38,14 +38,16 @@ def free_port() -> int:
 
 
 def serve(
-    env: dict[str, str], ready: str, within: float, output: IO[bytes] | None = None
+    env: dict[str, str], ready: str, within: float, output: IO[bytes] | None = None, cwd: Path | None = None
 ) -> subprocess.Popen[bytes]:
     """`python -m app serve` with `env`, returned once `ready` answers 200; killed, and an
     AssertionError, if it exits or `within` seconds pass first. `output`, if given, takes its
-    stdout and stderr."""
+    stdout and stderr. `cwd`, if given, is where it runs: `python -m` imports `app` from there
+    first (another release's code, tests/reliability/test_upgrade.py)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "app", "serve"],
         env=env,
+        cwd=cwd,
         stdout=output,
         stderr=None if output is None else subprocess.STDOUT,
     )
@@ -66,7 +68,10 @@ def serve(
 class Service:
     """One API process on the given database and Redis; `port` stays the same across restarts."""
 
-    def __init__(self, database_url: str, redis_url: str, **settings: str) -> None:
+    def __init__(
+        self, database_url: str, redis_url: str, *, code: Path | None = None, **settings: str
+    ) -> None:
+        self.code = code  # another release's checkout to run instead of this one
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {
@@ -96,7 +101,7 @@ class Service:
             STARTED.append(self)
         try:
             with self.log.open("ab") as out:
-                self.process = serve(self.env, f"{self.base}/healthz", ready_within, out)
+                self.process = serve(self.env, f"{self.base}/healthz", ready_within, out, self.code)
         except AssertionError as failed:
             raise AssertionError(f"{failed}:\n{self.output()}") from None
         return self
