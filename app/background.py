@@ -1,8 +1,9 @@
-"""Work the service does beside requests, in the same process: history jobs and folding
-leaderboard counts.
+"""Work the service does beside requests, in the same process: history jobs, folding
+leaderboard counts, and failing the queue's overdue ready checks.
 
-Every instance runs these loops. Jobs are claimed with SKIP LOCKED and folding takes an
-advisory lock, so instances never do the same work twice and no leader is needed.
+Every instance runs these loops. Jobs are claimed with SKIP LOCKED, folding takes an
+advisory lock, and a ready check fails in one Lua script that only the first sweeper's run
+changes anything in, so instances never do the same work twice and no leader is needed.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.infra.redis_client import RedisClient
 from app.jobs import service as jobs
 from app.leaderboards import repository as leaderboards
+from app.queues import service as queues
 
 log = logging.getLogger(__name__)
 
 JOB_POLL_S = 0.5
+# How often each instance looks for ready checks past their deadline: a proposal fails at most
+# about this long after it.
+DEADLINE_SWEEP_S = 0.5
 
 
 async def compact_leaderboards(sessions: async_sessionmaker[AsyncSession]) -> int:
@@ -50,8 +56,14 @@ async def _every(seconds: float, work: Callable[[], Awaitable[object]], name: st
             log.warning("background %s failed: %s", name, exc)
 
 
-async def maintain(sessions: async_sessionmaker[AsyncSession], every_s: float) -> None:
+async def sweep_deadlines(sessions: async_sessionmaker[AsyncSession], redis: RedisClient) -> int:
+    async with sessions() as session:
+        return await queues.sweep_deadlines(session, redis)
+
+
+async def maintain(sessions: async_sessionmaker[AsyncSession], redis: RedisClient, every_s: float) -> None:
     await asyncio.gather(
         _every(every_s, lambda: compact_leaderboards(sessions), "leaderboard folding"),
         _every(min(JOB_POLL_S, every_s), lambda: run_jobs(sessions), "job runner"),
+        _every(DEADLINE_SWEEP_S, lambda: sweep_deadlines(sessions, redis), "ready check sweep"),
     )

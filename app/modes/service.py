@@ -16,12 +16,11 @@ from app.leaderboards import repository as leaderboards
 from app.matchmaking.proposals import Composition, LatencyRule, MatchShape, Relaxation
 from app.modes import repository
 from app.modes.schemas import (
-    LATENCY_SETTINGS,
     MANY_TEAMS_LIMIT,
     MANY_TEAMS_SIZE,
+    NULLABLE_SETTINGS,
     QUEUE_DEFAULTS,
     SETTINGS_DEFAULTS,
-    SHAPE_SETTINGS,
     ModeUpdate,
 )
 from app.rating import RatingInputError, TrueSkill
@@ -41,6 +40,7 @@ class ModeRules:
     relax: Relaxation = field(default_factory=Relaxation)
     ticket_ttl: float = QUEUE_DEFAULTS["ticket_ttl_seconds"]
     latency: LatencyRule | None = None
+    accept_timeout: float | None = None  # the ready check's seconds; None: no ready check
 
     @property
     def teams(self) -> int:
@@ -125,6 +125,7 @@ def rules_of(mode: Mode) -> ModeRules:
         relax,
         queue["ticket_ttl_seconds"],
         latency_rule(mode.settings or {}, queue["relax_seconds"]),
+        (mode.settings or {}).get("accept_timeout_s"),
     )
 
 
@@ -249,9 +250,9 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     values = update.model_dump(exclude_none=True)
     current = await repository.get(session, name)
     extra: dict[str, float | None] = {key: values.pop(key) for key in SETTINGS_DEFAULTS if key in values}
-    # The latency limits and the shape's settings may be set to null (no rule, none, the full
-    # size), so they go by the fields sent.
-    for key in (*LATENCY_SETTINGS, *SHAPE_SETTINGS):
+    # The latency limits, the shape's settings and the ready check may be set to null (no rule,
+    # none, the full size, off), so they go by the fields sent.
+    for key in NULLABLE_SETTINGS:
         values.pop(key, None)
         if key in update.model_fields_set:
             extra[key] = getattr(update, key)

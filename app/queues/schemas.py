@@ -17,6 +17,8 @@ AVOID_PER_PLAYER = 100
 MAX_PLAYERS = 100
 # A long-poll waits at most this many seconds.
 MAX_WAIT_SECONDS = 60.0
+ProposalState = Literal["pending", "accepted", "failed"]
+Answer = Literal["accepted", "declined"]
 FLAT_ATTRIBUTES = (
     "attributes are flat: each value is a string, a number or a boolean, not an object or a list"
 )
@@ -98,7 +100,19 @@ class ProposalOut(BaseModel):
     # Every answer holds `region` and `roles` (null when none): the document says so.
     model_config = ConfigDict(json_schema_serialization_defaults_required=True)
 
+    # The id, then the state: the queue's scripts rewrite the state in place (scripts.py).
     proposal_id: str
+    state: ProposalState = Field(
+        "accepted",
+        description="pending while its ready check runs (the mode's accept_timeout_s), then accepted "
+        "(every player accepted: start the game) or failed (a decline, the deadline passed, or a "
+        "requeue); accepted at once without a ready check",
+    )
+    deadline: dt.datetime | None = Field(
+        None,
+        description="when the ready check ends, failing the proposal unless everyone accepted; null "
+        "without one",
+    )
     teams: list[list[str]]
     ticket_ids: list[str]
     quality: float
@@ -106,6 +120,25 @@ class ProposalOut(BaseModel):
     region: str | None = Field(None, description="where to play it, under latencies; else null")
     roles: dict[str, str] | None = Field(
         None, description="under the mode's roles: each player's role in the match; else null"
+    )
+
+
+class ProposalDetail(ProposalOut):
+    """A proposal with its players' answers to the ready check so far."""
+
+    answers: dict[str, Answer | None] = Field(
+        description="each player of the proposal: accepted, declined, or null (no answer yet, or no "
+        "ready check)"
+    )
+
+
+class AnswerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    players: list[Identifier] = Field(
+        min_length=1,
+        max_length=MAX_PLAYERS,
+        description="players of the proposal answering (a party's together)",
     )
 
 
