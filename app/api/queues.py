@@ -17,6 +17,7 @@ from app.queues.schemas import (
     MatchmakeIn,
     MatchmakeOut,
     ProposalDetail,
+    QueueStatistics,
     QueueStats,
     RequeueIn,
     RequeueOut,
@@ -228,6 +229,16 @@ async def decline_proposal(
     did not accept are cancelled, and every other ticket queues again with its original
     enqueue time, in one atomic step. The same answer again is 200."""
     return await service.answer_proposal(session, redis, mode, proposal_id, body, "declined")
+
+
+@router.get("/{mode}/stats", operation_id="queue_statistics", response_model=QueueStatistics)
+async def queue_statistics(
+    mode: Identifier, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+) -> QueueStatistics:
+    """Tickets and players waiting, by region; and per window of the last 1, 5 and 15
+    minutes, the matches formed, the p50, p90 and p99 time to match of their tickets and the
+    p10, p50 and p90 draw quality. Shared by every instance; cheap to read (no walk of the pool)."""
+    return await service.queue_statistics(session, redis, mode)
 
 
 @router.get("/{mode}", operation_id="queue_stats", response_model=QueueStats)

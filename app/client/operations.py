@@ -23,6 +23,7 @@ from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut
 from app.queues.schemas import (
     MatchmakeOut,
     ProposalDetail,
+    QueueStatistics,
     QueueStats,
     RequeueOut,
     TicketBatchOut,
@@ -211,6 +212,12 @@ class Operations:
         """Form and claim up to `max_matches` matches (default: the service's), best draw
         quality first."""
         return Request({"mode": mode}, json=None if max_matches is None else {"max_matches": max_matches})
+
+    @operation("GET", "/v1/queues/{mode}/stats", model(QueueStatistics))
+    def queue_statistics(self, mode: str) -> Request[QueueStatistics]:
+        """Tickets and players waiting by region; matches, wait and quality percentiles over the
+        last 1, 5 and 15 minutes."""
+        return Request({"mode": mode})
 
     @operation("GET", "/v1/queues/{mode}", model(QueueStats))
     def queue_stats(self, mode: str) -> Request[QueueStats]:

@@ -143,9 +143,18 @@ class AnswerIn(BaseModel):
 
 
 class TicketOut(BaseModel):
+    # Every answer holds `estimated_wait_s` (null but for queued tickets): the document says so.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     ticket_id: str
     status: Literal["queued", "matched", "cancelled", "expired"]
     match: ProposalOut | None
+    estimated_wait_s: float | None = Field(
+        None,
+        description="queued tickets: the expected wait in all, in seconds from enqueueing, from the waits "
+        "of recently matched tickets like it (skill band and region), never less than its wait so far; "
+        "null before the mode has matched any, and for tickets not queued",
+    )
 
 
 class RequeueIn(BaseModel):
@@ -186,3 +195,31 @@ class QueueStats(BaseModel):
     tickets: int
     players: int
     oldest_wait_s: float
+
+
+class RegionWaiting(BaseModel):
+    region: str | None = Field(
+        description="where the tickets' latency is lowest, else their `region` attribute; null: neither"
+    )
+    tickets: int
+    players: int
+
+
+class WindowStats(BaseModel):
+    minutes: int = Field(description="the window: the last 1, 5 or 15 minutes (to within 15 s)")
+    matches: int = Field(description="proposals formed in the window")
+    tickets_matched: int
+    wait_p50_s: float | None = Field(description="time to match of the tickets matched; null: none")
+    wait_p90_s: float | None
+    wait_p99_s: float | None
+    quality_p10: float | None = Field(description="draw quality of the matches formed; null: none")
+    quality_p50: float | None
+    quality_p90: float | None
+
+
+class QueueStatistics(BaseModel):
+    tickets: int = Field(description="tickets waiting")
+    players: int = Field(description="players waiting")
+    counted_at: dt.datetime = Field(description="when the waiting tickets were counted")
+    regions: list[RegionWaiting]
+    windows: list[WindowStats]

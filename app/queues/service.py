@@ -7,15 +7,20 @@ import contextlib
 import datetime as dt
 import time
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import metrics
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.infra.redis_client import RedisClient
+from app.matchmaking import waits
 from app.matchmaking.proposals import MatchShape, canonical_attributes, form_matches
 from app.modes import service as modes
 from app.modes.schemas import QUEUE_DEFAULTS
 from app.players import repository as players
+from app.queues import record
+from app.queues.record import HeaderField
 from app.queues.schemas import (
     AVOID_PER_PLAYER,
     AnswerIn,
@@ -24,6 +29,7 @@ from app.queues.schemas import (
     ProposalOut,
     ProposalState,
     QueueStats,
+    RegionWaiting,
     RequeuedTicket,
     RequeueIn,
     RequeueOut,
@@ -33,10 +39,19 @@ from app.queues.schemas import (
     TicketIn,
     TicketOut,
     TicketOutcome,
+    WindowStats,
     to_json,
 )
-from app.queues.store import NewTicket, ProposalClaim, QueueStore, TicketState, new_ids
+from app.queues.schemas import (
+    QueueStatistics as QueueStatisticsOut,
+)
+from app.queues.statistics import ESTIMATE_REFRESH_S, WAITING_STALE_S, QueueStatistics, pool_regions
+from app.queues.store import NewTicket, ProposalClaim, QueueStore, TicketState, Waiting, new_ids
 from app.queues.watch import TicketWatch
+
+FloatArray = npt.NDArray[np.float64]
+# When each mode's wait estimates were last rebuilt by this process (statistics.py).
+_estimated_at: dict[str, float] = {}
 
 # The retention a read without the mode's rules at hand keeps statuses for (store.py).
 DEFAULT_TTL = QUEUE_DEFAULTS["ticket_ttl_seconds"]
@@ -185,7 +200,9 @@ async def _held(redis: RedisClient, mode: str, clashes: list[tuple[NewTicket, in
 
 async def get_ticket(redis: RedisClient, mode: str, ticket_id: str) -> bytes:
     """The JSON of TicketOut."""
-    return _ticket_json(ticket_id, await _read_ticket(QueueStore(redis, mode), mode, ticket_id))
+    return await _ticket_json(
+        redis, mode, ticket_id, await _read_ticket(QueueStore(redis, mode), mode, ticket_id)
+    )
 
 
 async def _read_ticket(store: QueueStore, mode: str, ticket_id: str) -> TicketState:
@@ -239,12 +256,12 @@ async def wait_for_ticket(
             started = started or phase
             remaining = deadline - time.monotonic()
             if phase == "settled" or phase != started or not live or remaining <= 0:
-                return _ticket_json(ticket_id, ticket)
+                return await _ticket_json(redis, mode, ticket_id, ticket)
             with contextlib.suppress(TimeoutError):
                 # Woken with the ticket's new state, read for all the polls an event woke.
                 state = await asyncio.wait_for(woken, remaining)
                 if state is not None and _phase(state) not in (started, "queued"):
-                    return _ticket_json(ticket_id, state)
+                    return await _ticket_json(redis, mode, ticket_id, state)
 
 
 async def player_ticket(redis: RedisClient, mode: str, player: str) -> TicketOut:
@@ -252,11 +269,20 @@ async def player_ticket(redis: RedisClient, mode: str, player: str) -> TicketOut
     found = await QueueStore(redis, mode).player_ticket(player, time.time())
     if found is None:
         raise NotFound(f"player {player!r} holds no active ticket in {mode!r}")
-    return _ticket_out(*found)
+    return await _ticket_view(redis, mode, *found)
 
 
-def _ticket_json(ticket_id: str, ticket: TicketState) -> bytes:
-    return to_json(_ticket_out(ticket_id, ticket))
+async def _ticket_json(redis: RedisClient, mode: str, ticket_id: str, ticket: TicketState) -> bytes:
+    return to_json(await _ticket_view(redis, mode, ticket_id, ticket))
+
+
+async def _ticket_view(redis: RedisClient, mode: str, ticket_id: str, ticket: TicketState) -> TicketOut:
+    """The ticket as TicketOut; a queued one with its wait estimate (statistics.py)."""
+    estimate = None
+    if ticket.status == "queued" and ticket.pooled is not None:
+        waited = time.time() - record.field_of(ticket.pooled, HeaderField.ENQUEUED_AT)
+        estimate = await QueueStatistics(redis, mode).estimate(ticket.pooled, waited)
+    return _ticket_out(ticket_id, ticket, estimate)
 
 
 def _proposal(body: str) -> ProposalOut:
@@ -264,9 +290,11 @@ def _proposal(body: str) -> ProposalOut:
     return ProposalOut.model_validate_json(body)
 
 
-def _ticket_out(ticket_id: str, ticket: TicketState) -> TicketOut:
+def _ticket_out(ticket_id: str, ticket: TicketState, estimate: float | None = None) -> TicketOut:
     match = _proposal(ticket.match) if ticket.match else None
-    return TicketOut.model_validate({"ticket_id": ticket_id, "status": ticket.status, "match": match})
+    return TicketOut.model_validate(
+        {"ticket_id": ticket_id, "status": ticket.status, "match": match, "estimated_wait_s": estimate}
+    )
 
 
 async def requeue(
@@ -438,10 +466,81 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).
     won = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl, render, deadline)
-    metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), [matches[index].quality for index, _ in won])
+    qualities = [matches[index].quality for index, _ in won]
+    metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), qualities)
     rows = [row for index, _ in won for row in matches[index].rows]
-    metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), claimed_at - now + waiting.pool.waited[rows])
+    waited = claimed_at - now + waiting.pool.waited[rows]
+    metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), waited)
+    await _count(redis, mode, rules.env.beta, waiting, rows, qualities, waited, claimed_at)
     return to_json(MatchmakeOut.model_construct(matches=[proposals[proposal_id] for _, proposal_id in won]))
+
+
+async def _count(
+    redis: RedisClient,
+    mode: str,
+    beta: float,
+    waiting: Waiting,
+    rows: list[int],
+    qualities: list[float],
+    waited: FloatArray,
+    now: float,
+) -> None:
+    """Count a matchmaking call for the statistics (statistics.py): its matches, the waits of
+    their tickets by class, and the tickets left waiting; and rebuild the wait estimates when
+    they are due."""
+    statistics = QueueStatistics(redis, mode)
+    pool = waiting.pool
+    regions = pool_regions(pool, waiting.values)
+    names, codes = regions
+    bands = waits.skill_bands(pool.mu[rows], pool.size[rows], beta).tolist()
+    classes = [
+        waits.ticket_class(band, names[code]) for band, code in zip(bands, codes[rows].tolist(), strict=True)
+    ]
+    await statistics.record(now, qualities, waited, classes)
+    left = np.ones(len(pool), dtype=np.bool_)
+    left[rows] = False
+    await statistics.count_waiting(pool, regions, left, now)
+    if now - _estimated_at.get(mode, 0.0) >= ESTIMATE_REFRESH_S:
+        _estimated_at[mode] = now
+        await statistics.refresh_estimates(now, beta)
+
+
+async def queue_statistics(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStatisticsOut:
+    """The queue's statistics: who waits, by region, and its recent matches' waits and
+    qualities over the last 1, 5 and 15 minutes. The waiting counts are those of the latest
+    matchmaking call (counted from the pool when there is none from the last few seconds)."""
+    rules = await modes.resolve(session, mode)
+    statistics = QueueStatistics(redis, mode)
+    now = time.time()
+    counted = await statistics.waiting()
+    if counted is None or now - counted.counted_at > WAITING_STALE_S:
+        waiting = await QueueStore(redis, mode).waiting(now, rules.ticket_ttl)
+        left = np.ones(len(waiting.pool), dtype=np.bool_)
+        counted = await statistics.count_waiting(
+            waiting.pool, pool_regions(waiting.pool, waiting.values), left, now
+        )
+    windows = await statistics.windows(now)
+    regions = sorted(counted.by_region.items(), key=lambda item: (item[0] is None, item[0] or ""))
+    return QueueStatisticsOut(
+        tickets=sum(t for t, _ in counted.by_region.values()),
+        players=sum(p for _, p in counted.by_region.values()),
+        counted_at=dt.datetime.fromtimestamp(counted.counted_at, dt.UTC),
+        regions=[RegionWaiting(region=name, tickets=t, players=p) for name, (t, p) in regions],
+        windows=[
+            WindowStats(
+                minutes=window.minutes,
+                matches=window.matches,
+                tickets_matched=window.tickets,
+                wait_p50_s=waits.percentile(window.waits, 0.5, wait=True),
+                wait_p90_s=waits.percentile(window.waits, 0.9, wait=True),
+                wait_p99_s=waits.percentile(window.waits, 0.99, wait=True),
+                quality_p10=waits.percentile(window.qualities, 0.1, wait=False),
+                quality_p50=waits.percentile(window.qualities, 0.5, wait=False),
+                quality_p90=waits.percentile(window.qualities, 0.9, wait=False),
+            )
+            for window in windows
+        ],
+    )
 
 
 async def stats(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStats:

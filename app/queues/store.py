@@ -63,7 +63,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -150,6 +150,7 @@ class NewTicket(NamedTuple):
 class TicketState:
     status: str  # queued, matched, cancelled or expired
     match: str | None  # the proposal's JSON, once matched
+    pooled: bytes | None = field(default=None, compare=False, repr=False)  # a waiting ticket's value
 
 
 # Writes a proposal's JSON from its id, what was claimed, its ticket ids, its teams' players and,
@@ -258,7 +259,7 @@ class QueueStore:
         value: Any = await self.redis.hget(self.keys.pool, ticket_id)
         if value is not None:
             expires_at = record.field_of(value, HeaderField.EXPIRES_AT)
-            return TicketState("queued" if expires_at > now else "expired", None)
+            return TicketState("queued" if expires_at > now else "expired", None, value)
         status = await self.redis.hget(self.keys.done(ticket_id), ticket_id)
         if status is None:
             return None

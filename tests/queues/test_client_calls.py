@@ -111,3 +111,13 @@ def test_the_sync_client_answers_a_ready_check(live_server: str) -> None:
             api.accept_proposal("cq-ready-sync", proposal.proposal_id, ["cq-s1", "cq-s2"]).state == "accepted"
         )
         assert api.get_proposal("cq-ready-sync", proposal.proposal_id).state == "accepted"
+
+
+async def test_the_async_client_reads_queue_statistics(api: AsyncClient) -> None:
+    mode = (await api.put_mode("cq-stats", quality_start=0.0, quality_floor=0.0)).name
+    await api.create_tickets(mode, [{"players": [f"cq-st{n}"], "latencies": {"eu": 10}} for n in range(3)])
+    assert len((await api.matchmake(mode)).matches) == 1
+    stats = await api.queue_statistics(mode)
+    assert (stats.tickets, stats.players) == (1, 1)
+    assert [(r.region, r.tickets) for r in stats.regions] == [("eu", 1)]
+    assert [w.matches for w in stats.windows] == [1, 1, 1]
