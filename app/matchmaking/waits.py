@@ -116,12 +116,22 @@ def skill_bands(mu_sum: FloatArray, size: IntArray, beta: float) -> IntArray:
     return bands
 
 
-def ticket_class(band: int, region: str | None) -> str:
-    """The name of the class of tickets a wait estimate pools: a skill band and a region."""
-    return f"{band}|{region or '-'}"
+def uncertainty_bands(var_sum: FloatArray, size: IntArray, beta: float) -> IntArray:
+    """Each ticket's uncertainty band: its players' root mean sigma² in steps of β/2. A
+    ticket of uncertain skill draws a lower quality with anyone (seed 000 eq. 4: each σ² adds
+    to the 2β² under the square root), so it waits for the threshold to relax, however many
+    players of its mean skill are around."""
+    bands: IntArray = np.floor(np.sqrt(var_sum / np.maximum(size, 1)) / (beta / 2)).astype(np.int64)
+    return bands
 
 
-def fallbacks(band: int, region: str | None) -> Sequence[str]:
-    """The classes an estimate tries, narrowest first: the band in its region, the band in
+def ticket_class(band: int, uncertainty: int, region: str | None) -> str:
+    """The name of the class of tickets a wait estimate pools: a skill band, an uncertainty
+    band and a region."""
+    return f"{band}.{uncertainty}|{region or '-'}"
+
+
+def fallbacks(band: int, uncertainty: int, region: str | None) -> Sequence[str]:
+    """The classes an estimate tries, narrowest first: the bands in its region, the bands in
     any region, the whole queue."""
-    return (ticket_class(band, region), f"{band}|*", "*")
+    return (ticket_class(band, uncertainty, region), f"{band}.{uncertainty}|*", "*")

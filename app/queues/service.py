@@ -493,8 +493,10 @@ async def _count(
     regions = pool_regions(pool, waiting.values)
     names, codes = regions
     bands = waits.skill_bands(pool.mu[rows], pool.size[rows], beta).tolist()
+    uncertain = waits.uncertainty_bands(pool.var[rows], pool.size[rows], beta).tolist()
     classes = [
-        waits.ticket_class(band, names[code]) for band, code in zip(bands, codes[rows].tolist(), strict=True)
+        waits.ticket_class(band, uncertainty, names[code])
+        for band, uncertainty, code in zip(bands, uncertain, codes[rows].tolist(), strict=True)
     ]
     await statistics.record(now, qualities, waited, classes)
     left = np.ones(len(pool), dtype=np.bool_)

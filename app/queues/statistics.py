@@ -193,10 +193,12 @@ class QueueStatistics:
         beta = await self.redis.hget(key, "beta")
         if beta is None:
             return None
-        size = int(record.field_of(value, HeaderField.PLAYERS))
-        mu_sum = record.field_of(value, HeaderField.MU_SUM)
-        band = int(waits.skill_bands(np.array([mu_sum]), np.array([size]), float(beta))[0])
-        names = waits.fallbacks(band, ticket_region(value))
+        size = np.array([int(record.field_of(value, HeaderField.PLAYERS))])
+        mu_sum = np.array([record.field_of(value, HeaderField.MU_SUM)])
+        var_sum = np.array([record.field_of(value, HeaderField.VAR_SUM)])
+        band = int(waits.skill_bands(mu_sum, size, float(beta))[0])
+        uncertainty = int(waits.uncertainty_bands(var_sum, size, float(beta))[0])
+        names = waits.fallbacks(band, uncertainty, ticket_region(value))
         for text in await self.redis.hmget(key, list(names)):
             if text:
                 bins: dict[int, int] = {}

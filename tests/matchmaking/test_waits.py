@@ -57,4 +57,9 @@ def test_the_estimate_is_the_median_of_the_waits_beyond_the_wait_so_far() -> Non
 def test_skill_bands_step_by_beta_over_the_players_mean() -> None:
     bands = waits.skill_bands(np.array([25.0, 50.0, -3.0]), np.array([1, 2, 1]), 4.0)
     assert bands.tolist() == [6, 6, -1]
-    assert waits.fallbacks(6, None) == ("6|-", "6|*", "*")
+    assert waits.uncertainty_bands(np.array([1.0, 8.0, 100.0]), np.array([1, 2, 1]), 4.0).tolist() == [
+        0,
+        1,
+        5,
+    ]
+    assert waits.fallbacks(6, 1, None) == ("6.1|-", "6.1|*", "*")

@@ -82,9 +82,10 @@ async def test_estimates_read_the_waits_of_tickets_like_the_one_asking(redis_url
         mode = f"estimate-{new_ids(1, time.time())[0][8:16]}"
         statistics = QueueStatistics(redis, mode)
         now = time.time()
-        # Skill band 0 (mean mu in [0, 10)) in eu waited 40 s; band 2 in eu 4 s; nothing in us.
+        # Skill band 0 (mean mu in [0, 10)) in eu waited 40 s; band 2 in eu 4 s; nothing in us
+        # (uncertainty band 0: sigma below 5).
         waited = np.array([40.0] * 30 + [4.0] * 30)
-        classes = ["0|eu"] * 30 + ["2|eu"] * 30
+        classes = ["0.0|eu"] * 30 + ["2.0|eu"] * 30
         await statistics.record(now, [0.5] * 30, waited, classes)
         await statistics.refresh_estimates(now, beta=10.0)
         store = QueueStore(redis, mode)
