@@ -131,6 +131,11 @@ def ticket_class(band: int, uncertainty: int, region: str | None) -> str:
     return f"{band}.{uncertainty}|{region or '-'}"
 
 
+def band_region(band: int, region: str | None) -> str:
+    """A skill band in a region, whatever the uncertainty: where a ticket finds partners."""
+    return f"{band}|{region or '-'}"
+
+
 def fallbacks(band: int, uncertainty: int, region: str | None) -> Sequence[str]:
     """The classes an estimate tries, narrowest first: the bands in its region, the bands in
     any region, the whole queue."""

@@ -281,7 +281,7 @@ async def _ticket_view(redis: RedisClient, mode: str, ticket_id: str, ticket: Ti
     estimate = None
     if ticket.status == "queued" and ticket.pooled is not None:
         waited = time.time() - record.field_of(ticket.pooled, HeaderField.ENQUEUED_AT)
-        estimate = await QueueStatistics(redis, mode).estimate(ticket.pooled, waited)
+        estimate = await QueueStatistics(redis, mode).estimate(ticket.pooled, waited, time.time())
     return _ticket_out(ticket_id, ticket, estimate)
 
 
@@ -471,7 +471,8 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     rows = [row for index, _ in won for row in matches[index].rows]
     waited = claimed_at - now + waiting.pool.waited[rows]
     metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), waited)
-    await _count(redis, mode, rules.env.beta, waiting, rows, qualities, waited, claimed_at)
+    players = rules.shape.teams * rules.shape.team_size
+    await _count(redis, mode, rules.env.beta, players, waiting, rows, qualities, waited, (now, claimed_at))
     return to_json(MatchmakeOut.model_construct(matches=[proposals[proposal_id] for _, proposal_id in won]))
 
 
@@ -479,11 +480,12 @@ async def _count(
     redis: RedisClient,
     mode: str,
     beta: float,
+    players: int,
     waiting: Waiting,
     rows: list[int],
     qualities: list[float],
     waited: FloatArray,
-    now: float,
+    times: tuple[float, float],
 ) -> None:
     """Count a matchmaking call for the statistics (statistics.py): its matches, the waits of
     their tickets by class, and the tickets left waiting; and rebuild the wait estimates when
@@ -498,10 +500,20 @@ async def _count(
         waits.ticket_class(band, uncertainty, names[code])
         for band, uncertainty, code in zip(bands, uncertain, codes[rows].tolist(), strict=True)
     ]
+    started, now = times
     await statistics.record(now, qualities, waited, classes)
     left = np.ones(len(pool), dtype=np.bool_)
     left[rows] = False
     await statistics.count_waiting(pool, regions, left, now)
+    # Who is left, per skill band and region, for the estimates of the tickets queued next.
+    bands = waits.skill_bands(pool.mu[left], pool.size[left], beta)
+    kinds, inverse = np.unique(np.stack([bands, codes[left]], axis=1), axis=0, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=pool.size[left], minlength=len(kinds)).tolist()
+    by_band = {
+        waits.band_region(band, names[code]): int(count)
+        for (band, code), count in zip(kinds.tolist(), counts, strict=True)
+    }
+    await statistics.pulse(started, now, players, by_band)
     if now - _estimated_at.get(mode, 0.0) >= ESTIMATE_REFRESH_S:
         _estimated_at[mode] = now
         await statistics.refresh_estimates(now, beta)

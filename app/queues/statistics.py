@@ -11,6 +11,9 @@ of the layout (docs/upgrades.md: older releases never read them):
     mm:v4:{mode}:estimates    hash: a class -> the waits its estimate reads ("<bin>:<count>"
                               pairs, space separated), "beta" -> the band width they were
                               counted with
+    mm:v4:{mode}:pulse        hash: the latest matchmaking call's start ("at"), the mean interval
+                              between calls, its claim's delay, the players a match takes, and
+                              "n:<band>|<region>" -> players it left waiting there
     mm:v4:{mode}:waiting      string: the waiting tickets and players, by region, as counted
                               at "counted_at" (JSON)
 
@@ -62,6 +65,29 @@ local function add(key, first, last)
 end
 add(KEYS[1], 3, 2 + 2 * count)
 if #ARGV > 2 + 2 * count then add(KEYS[2], 3 + 2 * count, #ARGV) end
+return 0
+"""
+
+# KEYS: the pulse hash. ARGV: when a matchmaking call started, how long it took to claim, the
+# players a match takes, seconds to keep the hash, then (field, count) pairs: the players left
+# waiting per skill band and region. The interval between calls is averaged (weight 0.2 to the
+# latest gap; gaps of a minute or more, a loop that stopped, do not count).
+PULSE = """
+local key, now = KEYS[1], tonumber(ARGV[1])
+local last = tonumber(redis.call('HGET', key, 'at') or '0')
+local interval = tonumber(redis.call('HGET', key, 'interval') or '0')
+local gap = now - last
+if last > 0 and gap > 0 and gap < 60 then
+  if interval > 0 then interval = 0.8 * interval + 0.2 * gap else interval = gap end
+end
+redis.call('DEL', key)
+local fields = {'at', ARGV[1], 'interval', tostring(interval), 'duration', ARGV[2], 'players', ARGV[3]}
+for i = 5, #ARGV, 2 do
+  fields[#fields + 1] = 'n:' .. ARGV[i]
+  fields[#fields + 1] = ARGV[i + 1]
+end
+redis.call('HSET', key, unpack(fields))
+redis.call('EXPIRE', key, ARGV[4])
 return 0
 """
 
@@ -186,9 +212,26 @@ class QueueStatistics:
         at = await self.redis.hget(self.prefix + "estimates", "at")
         return now - float(at) if at is not None else float("inf")
 
-    async def estimate(self, value: bytes, waited: float) -> float | None:
-        """A queued ticket's expected wait in all (seconds from its enqueueing), from the waits
-        of recent tickets of its class; None before any match of the mode was counted."""
+    async def pulse(self, started: float, claimed: float, players: int, waiting: dict[str, int]) -> None:
+        """Note a matchmaking call: when it started, how long it took to claim, the players a
+        match takes, and the players left waiting per skill band and region."""
+        args: list[str | int] = [repr(started), repr(claimed - started), players, KEEP_S]
+        for field, count in waiting.items():
+            args += [field, count]
+        await run(self.redis, PULSE, [self.prefix + "pulse"], args)
+
+    async def estimate(self, value: bytes, waited: float, now: float) -> float | None:
+        """A queued ticket's expected wait in all (seconds from its enqueueing); None before
+        any match of the mode was counted.
+
+        Tickets like it (its class) that were matched lately waited either about until the
+        next matchmaking call (a partner was there) or longer (they waited for one). Which of
+        the two this ticket meets is read from the queue as the latest call left it: when
+        enough players of its skill band (or the bands on either side) and region are waiting
+        to fill a match with it, it is expected at the next call, whose time the calls'
+        rhythm says (so the loop's phase, which dominates short waits, is known); otherwise
+        the median of its class's waits longer than a call interval, and at least its own.
+        """
         key = self.prefix + "estimates"
         beta = await self.redis.hget(key, "beta")
         if beta is None:
@@ -198,17 +241,32 @@ class QueueStatistics:
         var_sum = np.array([record.field_of(value, HeaderField.VAR_SUM)])
         band = int(waits.skill_bands(mu_sum, size, float(beta))[0])
         uncertainty = int(waits.uncertainty_bands(var_sum, size, float(beta))[0])
-        names = waits.fallbacks(band, uncertainty, ticket_region(value))
-        for text in await self.redis.hmget(key, list(names)):
+        region = ticket_region(value)
+        names = waits.fallbacks(band, uncertainty, region)
+        near = [f"n:{waits.band_region(b, region)}" for b in (band - 1, band, band + 1)]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hmget(key, list(names))
+            pipe.hmget(self.prefix + "pulse", ["at", "interval", "duration", "players", *near])
+            classes, pulse = await pipe.execute()
+        next_call = None
+        short = 0.0
+        if pulse[0] is not None:
+            at, interval, duration, players = (float(v) for v in pulse[:4])
+            next_call = max(0.0, at + interval - now) + duration
+            short = 1.5 * interval
+            others = sum(int(n) for n in pulse[4:] if n is not None)
+            if waited < short and others >= players - int(size[0]):
+                return waited + next_call
+        for text in classes:
             if text:
                 bins: dict[int, int] = {}
                 for pair in _text(text).split():
                     bin_, _, count = pair.partition(":")
                     bins[int(bin_)] = int(count)
-                found = waits.median_beyond(bins, waited)
+                found = waits.median_beyond(bins, max(waited, short))
                 if found is not None:
                     return found
-        return None
+        return None if next_call is None else waited + next_call
 
     async def waiting(self) -> Waiting | None:
         text = await self.redis.get(self.prefix + "waiting")

@@ -8,6 +8,7 @@ import time
 
 import httpx
 import numpy as np
+import pytest
 from redis.asyncio import Redis
 
 from app.queues.statistics import QueueStatistics
@@ -99,7 +100,7 @@ async def test_estimates_read_the_waits_of_tickets_like_the_one_asking(redis_url
         estimates = []
         for ticket in tickets:
             value = await redis.hget(store.keys.pool, ticket.ticket_id)
-            estimates.append(await statistics.estimate(value, 0.0))
+            estimates.append(await statistics.estimate(value, 0.0, now))
         low, high, high_us, far = estimates
         assert low is not None and 36 <= low <= 44
         assert high is not None and 3.6 <= high <= 4.4
@@ -107,8 +108,17 @@ async def test_estimates_read_the_waits_of_tickets_like_the_one_asking(redis_url
         assert far is not None and 3.6 <= far <= 44  # the whole queue's median
         # Never below the wait so far.
         value = await redis.hget(store.keys.pool, tickets[1].ticket_id)
-        later = await statistics.estimate(value, 30.0)
+        later = await statistics.estimate(value, 30.0, now + 30.0)
         assert later is None or later >= 30.0
+        # A partner of its band waits (as the latest matchmaking call left the queue): the ticket
+        # is expected at the next call, which the calls' rhythm (every 2 s here) places.
+        await statistics.pulse(now - 2.0, now - 1.9, 2, {"1|eu": 1})
+        await statistics.pulse(now, now + 0.1, 2, {"1|eu": 1})
+        value = await redis.hget(store.keys.pool, tickets[1].ticket_id)
+        assert await statistics.estimate(value, 0.0, now + 0.5) == pytest.approx(1.5 + 0.1)
+        # Nobody near its band: the waits of its class longer than a call interval.
+        await statistics.pulse(now + 2.0, now + 2.1, 2, {"9|eu": 3})
+        assert await statistics.estimate(value, 0.0, now + 2.5) == pytest.approx(high, rel=0.1)
     finally:
         await redis.aclose()
 
