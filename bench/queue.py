@@ -387,6 +387,7 @@ async def estimates_case(
     queued: dict[str, tuple[str, float, float | None, str]] = {}  # ticket -> player, at, estimate, phase
     errors: dict[str, list[float]] = {"steady": [], "doubled": []}
     actuals: dict[str, list[float]] = {"steady": [], "doubled": []}
+    pairs: list[tuple[str, float, float]] = []
     counts = {"steady": [0, 0], "doubled": [0, 0]}
     started = time.monotonic()
     ends = {"warm-up": warmup, "steady": warmup + phase, "doubled": warmup + 2 * phase}
@@ -431,6 +432,7 @@ async def estimates_case(
                             actual = now - at
                             actuals[name].append(actual)
                             errors[name].append(abs(estimate - actual) / actual)
+                            pairs.append((name, estimate, actual))
             await asyncio.sleep(0.5)
 
     loop = asyncio.create_task(matchmaking())
@@ -441,6 +443,22 @@ async def estimates_case(
         await asyncio.sleep(0.5)
     stop.set()
     await loop
+    # Where the error comes from: estimates and actual waits, short (under 1.5 s: the next
+    # matchmaking call or so) or long.
+    for name in ("steady", "doubled"):
+        got = [(e, a) for n, e, a in pairs if n == name]
+        for label, short_estimate, short_actual in (
+            ("short / short", True, True),
+            ("short / long", True, False),
+            ("long / short", False, True),
+            ("long / long", False, False),
+        ):
+            chosen = [
+                abs(e - a) / a for e, a in got if (e < 1.5) == short_estimate and (a < 1.5) == short_actual
+            ]
+            if chosen:
+                print(f"| {name}: estimate / actual {label} | {len(chosen)} tickets | median relative error "
+                      f"{statistics.median(chosen):.0%} |")  # fmt: skip
     return [
         (
             name,

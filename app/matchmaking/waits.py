@@ -8,11 +8,11 @@ linear one.
 
 A ticket's wait estimate reads the waits of recent tickets like it: the same skill band (its
 players' mean mu in steps of the mode's β, the scale on which TrueSkill's draw quality falls
-off: seed 000 §2, eq. 4) and the same region. How long a ticket waits depends on how many
-others of near skill are around, and at the edges of the skill distribution fewer are, so the
-band carries most of what the whole queue's average would blur. The estimate is the median of
-those waits among the ones at least as long as the ticket's own so far (conditioning on having
-waited that long, so an estimate never falls below the time already spent).
+off: seed 000 §2, eq. 4), uncertainty band and region. How long a ticket waits depends on how
+many others of near skill are around, and at the edges of the skill distribution fewer are, so
+the bands carry most of what the whole queue's average would blur. The estimate is the median
+of those waits among the ones at least as long as the ticket's own so far (conditioning on
+having waited that long, so an estimate never falls below the time already spent).
 """
 
 from __future__ import annotations

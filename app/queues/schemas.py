@@ -151,9 +151,10 @@ class TicketOut(BaseModel):
     match: ProposalOut | None
     estimated_wait_s: float | None = Field(
         None,
-        description="queued tickets: the expected wait in all, in seconds from enqueueing, from the waits "
-        "of recently matched tickets like it (skill band and region), never less than its wait so far; "
-        "null before the mode has matched any, and for tickets not queued",
+        description="queued tickets: the expected wait in all, in seconds from enqueueing, from the queue "
+        "as the latest matchmaking call left it and the waits of recently matched tickets like it (skill "
+        "and uncertainty bands, region), never less than its wait so far; null before the mode has "
+        "matched any, and for tickets not queued",
     )
 
 

@@ -124,6 +124,9 @@ async def _enqueue(
     if rules.accept_timeout is not None:
         await store.sweep_deadlines(now, rules.ticket_ttl)  # a failed check may free some players
     clashes = await store.enqueue(queued, now, rules.ticket_ttl)
+    arrived = [ticket for ticket, clash in zip(queued, clashes, strict=True) if clash == 0]
+    if arrived:
+        await QueueStatistics(redis, mode).arrived(arrived, rules.env.beta)
     return queued, clashes, now
 
 

@@ -12,8 +12,9 @@ of the layout (docs/upgrades.md: older releases never read them):
                               pairs, space separated), "beta" -> the band width they were
                               counted with
     mm:v4:{mode}:pulse        hash: the latest matchmaking call's start ("at"), the mean interval
-                              between calls, its claim's delay, the players a match takes, and
-                              "n:<band>|<region>" -> players it left waiting there
+                              between calls, its claim's delay, the players a match takes,
+                              "n:<band>|<region>" -> players it left waiting there, and
+                              "a:<band>|<region>" -> players queued there since
     mm:v4:{mode}:waiting      string: the waiting tickets and players, by region, as counted
                               at "counted_at" (JSON)
 
@@ -29,6 +30,7 @@ not bookkeeping).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +43,7 @@ from app.matchmaking.pool import Pool
 from app.queues import record
 from app.queues.record import HeaderField
 from app.queues.scripts import run
+from app.queues.store import NewTicket
 
 QUARTER_S = 15
 # The windows the statistics report, in minutes, and the quarters each merges (the current,
@@ -220,6 +223,24 @@ class QueueStatistics:
             args += [field, count]
         await run(self.redis, PULSE, [self.prefix + "pulse"], args)
 
+    async def arrived(self, tickets: Sequence[NewTicket], beta: float) -> None:
+        """Count tickets queued since the latest matchmaking call, per skill band and region:
+        they compete with each other for the partners that call left waiting."""
+        by_band: dict[str, int] = {}
+        for ticket in tickets:
+            mean = sum(mu for mu, _ in ticket.ratings) / len(ticket.ratings)
+            if ticket.latencies:
+                region: str | None = min(ticket.latencies, key=lambda pair: pair[1])[0]
+            else:
+                region = _attribute_region(ticket.attributes.encode())
+            field = "a:" + waits.band_region(math.floor(mean / beta), region)
+            by_band[field] = by_band.get(field, 0) + len(ticket.players)
+        key = self.prefix + "pulse"
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for field, count in by_band.items():
+                pipe.hincrby(key, field, count)
+            await pipe.execute()
+
     async def estimate(self, value: bytes, waited: float, now: float) -> float | None:
         """A queued ticket's expected wait in all (seconds from its enqueueing); None before
         any match of the mode was counted.
@@ -243,10 +264,18 @@ class QueueStatistics:
         uncertainty = int(waits.uncertainty_bands(var_sum, size, float(beta))[0])
         region = ticket_region(value)
         names = waits.fallbacks(band, uncertainty, region)
-        near = [f"n:{waits.band_region(b, region)}" for b in (band - 1, band, band + 1)]
+        near = [waits.band_region(b, region) for b in (band - 1, band, band + 1)]
+        fields = [
+            "at",
+            "interval",
+            "duration",
+            "players",
+            *(f"n:{n}" for n in near),
+            *(f"a:{n}" for n in near),
+        ]
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hmget(key, list(names))
-            pipe.hmget(self.prefix + "pulse", ["at", "interval", "duration", "players", *near])
+            pipe.hmget(self.prefix + "pulse", fields)
             classes, pulse = await pipe.execute()
         next_call = None
         short = 0.0
@@ -254,8 +283,13 @@ class QueueStatistics:
             at, interval, duration, players = (float(v) for v in pulse[:4])
             next_call = max(0.0, at + interval - now) + duration
             short = 1.5 * interval
-            others = sum(int(n) for n in pulse[4:] if n is not None)
-            if waited < short and others >= players - int(size[0]):
+            # Partners the latest call left waiting near its skill, less the tickets queued
+            # since, which compete for them (this one among them). A ticket that was in the
+            # latest call's pool (queued before it started) was left waiting: none for it.
+            left = sum(int(n) for n in pulse[4:7] if n is not None)
+            competing = sum(int(n) for n in pulse[7:10] if n is not None)
+            queued_at = record.field_of(value, HeaderField.ENQUEUED_AT)
+            if queued_at > at and waited < short and left - competing >= players - 2 * int(size[0]):
                 return waited + next_call
         for text in classes:
             if text:

@@ -112,13 +112,16 @@ async def test_estimates_read_the_waits_of_tickets_like_the_one_asking(redis_url
         assert later is None or later >= 30.0
         # A partner of its band waits (as the latest matchmaking call left the queue): the ticket
         # is expected at the next call, which the calls' rhythm (every 2 s here) places.
-        await statistics.pulse(now - 2.0, now - 1.9, 2, {"1|eu": 1})
-        await statistics.pulse(now, now + 0.1, 2, {"1|eu": 1})
+        await statistics.pulse(now - 2.5, now - 2.4, 2, {"1|eu": 1})
+        await statistics.pulse(now - 0.5, now - 0.4, 2, {"1|eu": 1})
         value = await redis.hget(store.keys.pool, tickets[1].ticket_id)
-        assert await statistics.estimate(value, 0.0, now + 0.5) == pytest.approx(1.5 + 0.1)
-        # Nobody near its band: the waits of its class longer than a call interval.
-        await statistics.pulse(now + 2.0, now + 2.1, 2, {"9|eu": 3})
-        assert await statistics.estimate(value, 0.0, now + 2.5) == pytest.approx(high, rel=0.1)
+        assert await statistics.estimate(value, 0.5, now + 0.5) == pytest.approx(0.5 + 1.0 + 0.1)
+        # Queued since that call, with another ticket of its band: they compete for the partner.
+        await statistics.arrived([tickets[1], tickets[1]._replace(ticket_id="0" * 32)], beta=10.0)
+        assert await statistics.estimate(value, 0.5, now + 0.5) == pytest.approx(high, rel=0.1)
+        # A later call left it waiting: the waits of its class longer than a call interval.
+        await statistics.pulse(now + 1.5, now + 1.6, 2, {"1|eu": 1, "2|eu": 1})
+        assert await statistics.estimate(value, 2.0, now + 2.0) == pytest.approx(high, rel=0.1)
     finally:
         await redis.aclose()
 
