@@ -84,3 +84,10 @@ def test_the_cli_page_lists_every_command() -> None:
         if isinstance(action, argparse._SubParsersAction)
     )
     assert documented == set(commands)
+
+
+def test_the_benchmarks_page_lists_every_script_and_stays_short() -> None:
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert page.count("\n") <= 400, "docs/benchmarks.md keeps each benchmark's current figure only"
+    listed = set(re.findall(r"^\| `(bench/[a-z_]+\.py)` \|", page, re.MULTILINE))
+    assert listed == {f"bench/{path.name}" for path in (ROOT / "bench").glob("*.py")}
