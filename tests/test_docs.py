@@ -1,18 +1,23 @@
 """The README and the reference pages say what the code has: the README stays a short front
-page, its library quick start runs and prints what it says, every relative link leads to a
-file (and a heading) that exists, docs/configuration.md lists exactly the settings, and
-docs/cli.md every command."""
+page, its quick starts run as written (the library's offline, the game backend's and the
+lobby's against the live service) and print what they say, every relative link leads to a
+file (and a heading) that exists, docs/configuration.md lists exactly the settings,
+docs/cli.md every command, and docs/benchmarks.md every bench script."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import io
 import re
+import secrets
 from pathlib import Path
 
 from app.cli import build_parser
+from app.client import Client
 from app.config import Settings
+from tests.conftest import ADMIN_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -67,6 +72,37 @@ def test_the_library_quick_start_runs_and_prints_what_it_says() -> None:
     assert claims == ["0.447", "Rating(mu=28.108, sigma=7.774)"]
     # ana's learning curve: one point per time she played.
     assert [line.split()[0] for line in outputs[1].splitlines()] == ["1.0", "2.0", "31.0"]
+
+
+def service_blocks(run: str, base: str) -> str:
+    """The README's game-backend and lobby blocks, for the live service at `base`: the ids and
+    the lobby's attribute made unique to this run (the test database is shared), nothing else."""
+    blocks = [b["code"] for b in PYTHON_BLOCK.finditer(README) if "app.client" in b["code"]]
+    assert len(blocks) == 2, "the README shows the game backend's and the lobby's quick start"
+    code = "\n".join(blocks).replace("http://127.0.0.1:8000", base)
+    for literal in ("g-123", "alice", "bob", "carol", "dave", "eu"):
+        assert f'"{literal}"' in code, literal
+        code = code.replace(f'"{literal}"', f'"{literal}-{run}"')
+    return code
+
+
+def test_the_game_backend_and_lobby_quick_starts_run_against_the_service(live_server: str) -> None:
+    run = secrets.token_hex(4)
+    with Client(live_server, ADMIN_KEY) as admin:
+        key = admin.create_key(f"readme-{run}", ["results:write", "matchmaking", "read"]).key
+        namespace: dict[str, object] = {"api_key": key}
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(service_blocks(run, live_server), "README.md", "exec"), namespace)
+            asyncio.run(namespace["lobby"](key))  # type: ignore[operator]
+        lines = printed.getvalue().splitlines()
+        # The retry asserted itself inside the block; the reuse of the id printed its 409.
+        assert lines[1].startswith("409 ") and f"g-123-{run}" in lines[1]
+        assert lines[-1].startswith("matched [")
+        assert f"carol-{run}" in lines[-1] and f"dave-{run}" in lines[-1]
+        stored = admin.get_match(f"g-123-{run}")
+        assert stored.players[0].player_id == f"alice-{run}" and stored.created is False
+        assert admin.get_player_ticket("default", f"carol-{run}").status == "matched"
 
 
 def test_the_configuration_page_lists_every_setting() -> None:
