@@ -509,12 +509,14 @@ async def _count(
     left[rows] = False
     await statistics.count_waiting(pool, regions, left, now)
     # Who is left, per skill band and region, for the estimates of the tickets queued next.
+    # (Counted with one bincount over band and region folded into one number: no sort.)
     bands = waits.skill_bands(pool.mu[left], pool.size[left], beta)
-    kinds, inverse = np.unique(np.stack([bands, codes[left]], axis=1), axis=0, return_inverse=True)
-    counts = np.bincount(inverse.ravel(), weights=pool.size[left], minlength=len(kinds)).tolist()
+    lowest = int(bands.min()) if len(bands) else 0
+    folded = (bands - lowest) * len(names) + codes[left]
+    counts = np.bincount(folded, weights=pool.size[left]) if len(folded) else np.zeros(0)
     by_band = {
-        waits.band_region(band, names[code]): int(count)
-        for (band, code), count in zip(kinds.tolist(), counts, strict=True)
+        waits.band_region(int(kind) // len(names) + lowest, names[int(kind) % len(names)]): int(counts[kind])
+        for kind in np.flatnonzero(counts).tolist()
     }
     await statistics.pulse(started, now, players, by_band)
     if now - _estimated_at.get(mode, 0.0) >= ESTIMATE_REFRESH_S:

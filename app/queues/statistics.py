@@ -332,7 +332,14 @@ def pool_regions(pool: Pool, values: Sequence[bytes]) -> tuple[list[str | None],
     """Each waiting ticket's region, as the names and each row's index among them: where its
     latency is lowest, else its `region` attribute (a string), else None. Attributes are
     parsed once per attribute group."""
-    groups, first, inverse = np.unique(pool.group, return_index=True, return_inverse=True)
+    if len(pool) and bool((pool.group == pool.group[0]).all()):  # one attribute set, as most queues
+        groups, first, inverse = (
+            pool.group[:1],
+            np.zeros(1, dtype=np.int64),
+            np.zeros(len(pool), dtype=np.int64),
+        )
+    else:
+        groups, first, inverse = np.unique(pool.group, return_index=True, return_inverse=True)
     sizes = pool.size.tolist()
     names: list[str | None] = []
     index: dict[str | None, int] = {}
