@@ -78,6 +78,7 @@ MODE_NOT_YET = {
     "roles": "team compositions (issue 37) are not modelled by the simulator yet",
     "teams_min": "matches that shrink with the wait (issue 37) are not modelled by the simulator yet",
     "team_size_min": "matches that shrink with the wait (issue 37) are not modelled by the simulator yet",
+    "accept_timeout_s": "the ready check (issue 38) is not modelled by the simulator yet",
 }
 # The service's defaults for a new mode (its table's defaults; beta and tau from sigma as
 # app.modes.service.put_mode sets them, seed 000 §4.2).
