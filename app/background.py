@@ -25,6 +25,9 @@ JOB_POLL_S = 0.5
 # How often each instance looks for ready checks past their deadline: a proposal fails at most
 # about this long after it.
 DEADLINE_SWEEP_S = 0.5
+# Every this many sweeps, the modes whose ready check is off too (proposals left pending by
+# turning it off).
+EVERY_MODE_ROUNDS = 20
 
 
 async def compact_leaderboards(sessions: async_sessionmaker[AsyncSession]) -> int:
@@ -56,14 +59,29 @@ async def _every(seconds: float, work: Callable[[], Awaitable[object]], name: st
             log.warning("background %s failed: %s", name, exc)
 
 
-async def sweep_deadlines(sessions: async_sessionmaker[AsyncSession], redis: RedisClient) -> int:
+async def sweep_deadlines(
+    sessions: async_sessionmaker[AsyncSession], redis: RedisClient, every_mode: bool
+) -> int:
     async with sessions() as session:
-        return await queues.sweep_deadlines(session, redis)
+        return await queues.sweep_deadlines(session, redis, every_mode)
+
+
+def _sweeps(sessions: async_sessionmaker[AsyncSession], redis: RedisClient) -> Callable[[], Awaitable[int]]:
+    """The ready checks' sweep: the modes that run one each round, every mode each
+    EVERY_MODE_ROUNDS rounds."""
+    rounds = 0
+
+    async def sweep() -> int:
+        nonlocal rounds
+        rounds += 1
+        return await sweep_deadlines(sessions, redis, rounds % EVERY_MODE_ROUNDS == 0)
+
+    return sweep
 
 
 async def maintain(sessions: async_sessionmaker[AsyncSession], redis: RedisClient, every_s: float) -> None:
     await asyncio.gather(
         _every(every_s, lambda: compact_leaderboards(sessions), "leaderboard folding"),
         _every(min(JOB_POLL_S, every_s), lambda: run_jobs(sessions), "job runner"),
-        _every(DEADLINE_SWEEP_S, lambda: sweep_deadlines(sessions, redis), "ready check sweep"),
+        _every(DEADLINE_SWEEP_S, _sweeps(sessions, redis), "ready check sweep"),
     )

@@ -387,12 +387,17 @@ def _detail(proposal: ProposalOut, answers: dict[str, str]) -> ProposalDetail:
     )
 
 
-async def sweep_deadlines(session: AsyncSession, redis: RedisClient) -> int:
-    """Fail every mode's overdue ready checks (each instance's background task calls this, so
-    a deadline passes with no client call, whichever instance formed the proposal). How many
-    proposals failed."""
+async def sweep_deadlines(session: AsyncSession, redis: RedisClient, every_mode: bool = True) -> int:
+    """Fail the overdue ready checks of the modes that run one, or with `every_mode` of every
+    mode (a check turned off leaves its pending proposals to this). Each instance's background
+    task calls this, so a deadline passes with no client call, whichever instance formed the
+    proposal. How many proposals failed."""
     now = time.time()
-    listed = await modes.list_modes(session)
+    listed = [
+        mode
+        for mode in await modes.list_modes(session)
+        if every_mode or (mode.settings or {}).get("accept_timeout_s") is not None
+    ]
     names = [mode.name for mode in listed]
     if not names:
         return 0
