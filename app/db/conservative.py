@@ -31,18 +31,7 @@ def conservative_sql(mu: str, sigma: str, k: str = "m.conservative_k", last: str
     return f"({mu} - {k} * {sigma})"
 
 
-def display_sql(conservative: str) -> str:
-    """The displayed rating floor(offset + scale · conservative + 0.5), from the `modes` row `m`
-    (app.rating.tiers.displayed)."""
-    return f"floor(m.display_offset + m.display_scale * {conservative} + 0.5)"
-
-
 def base_tier_sql(conservative: str) -> str:
-    """The tier a rating lies in without history (app.rating.tiers.Tiers.base): the highest of
-    the mode's ascending tiers whose min the displayed rating reaches, the lowest below them
-    all; NULL for a mode without tiers."""
-    return (
-        "(SELECT CAST(greatest(count(*) FILTER (WHERE CAST(t ->> 'min' AS float8) <= "
-        f"{display_sql(conservative)}) - 1, 0) AS smallint) "
-        "FROM jsonb_array_elements(m.tiers) AS t HAVING count(*) > 0)"
-    )
+    """The tier a rating lies in without history, from the `modes` row `m`: the SQL function
+    ranked_tier of migration 0015 (app.rating.tiers.Tiers.base); NULL for a mode without tiers."""
+    return f"ranked_tier(m.tiers, m.display_scale, m.display_offset, {conservative})"

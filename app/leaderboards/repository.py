@@ -227,7 +227,7 @@ _RECOUNT = text("""
 # Tiers placed again from scratch (no hysteresis history): each ranked player in the tier
 # their rating after their last match lies in (app.rating.tiers.Tiers.base); the others none.
 _RETIER = text(f"""
-    UPDATE ratings r SET tier = CASE WHEN r.matches >= m.min_matches_for_leaderboard AND r.matches > 0
+    UPDATE ratings r SET tier = CASE WHEN r.matches >= m.min_matches_for_leaderboard
                                      THEN {base_tier_sql(conservative_sql("r.mu", "r.sigma"))} END
     FROM modes m WHERE m.name = :mode AND r.mode = :mode
 """)

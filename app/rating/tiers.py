@@ -47,7 +47,7 @@ class Tiers:
 
 
 def displayed(conservative: float, scale: float, offset: float) -> float:
-    """floor(offset + scale · conservative + 0.5); its SQL twin is app.db.conservative.display_sql."""
+    """floor(offset + scale · conservative + 0.5), as the SQL function ranked_tier (migration 0015) shows it."""
     return float(math.floor(offset + scale * conservative + 0.5))
 
 

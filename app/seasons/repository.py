@@ -53,7 +53,7 @@ _START = text("""
 
 _ADVANCE = text("UPDATE modes SET season = :ordinal WHERE name = :mode")
 
-_VALUES = "player_id, rank, mu, sigma, conservative, matches, wins, losses, draws, last_played_at"
+_VALUES = "player_id, rank, mu, sigma, conservative, matches, wins, losses, draws, last_played_at, tier"
 
 
 # An ended season's archive until it is ranked: a plain table, the partition-to-be of
@@ -96,7 +96,7 @@ def _ranked_sql(season_id: int, min_matches: int) -> list[str]:
                    CASE WHEN {eligible}
                         THEN row_number() OVER (PARTITION BY {eligible} ORDER BY conservative DESC, player_id)
                    END,
-                   mu, sigma, conservative, matches, wins, losses, draws, last_played_at
+                   mu, sigma, conservative, matches, wins, losses, draws, last_played_at, tier
             FROM {filling}""",
         f"ALTER TABLE {ranked} ADD CONSTRAINT pk_{filling} PRIMARY KEY (season_id, player_id)",
         f"CREATE INDEX ix_{filling}_rank ON {ranked} (season_id, rank) WHERE rank IS NOT NULL",

@@ -61,8 +61,24 @@ END
 $$
 """
 
-# 0010's season_catch_up, which also archives the player's tier by name and resets it: a new
-# season places everyone again at their first match of it.
+# The tier a rating lies in without history (app.rating.tiers.Tiers.base, its Python twin):
+# the highest of the ascending tiers whose min the displayed rating floor(offset + scale · c
+# + 0.5) reaches, the lowest below them all; NULL without tiers.
+_RANKED_TIER = """
+CREATE FUNCTION ranked_tier(p_tiers jsonb, p_scale float8, p_offset float8, p_conservative float8)
+RETURNS smallint LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN (
+    SELECT CAST(greatest(count(*) FILTER (
+        WHERE CAST(t ->> 'min' AS float8) <= floor(p_offset + p_scale * p_conservative + 0.5)) - 1, 0)
+        AS smallint)
+    FROM jsonb_array_elements(coalesce(p_tiers, '[]'::jsonb)) AS t
+    HAVING count(*) > 0
+)
+"""
+
+# 0010's season_catch_up, which also archives the player's tier by name and re-tiers from the
+# reset rating: placed where it lies when the reset player is on the leaderboard (a mode
+# without placement matches), none while placing again.
 _CATCH_UP = """
 CREATE OR REPLACE FUNCTION season_catch_up(p_mode varchar, p_players varchar[] DEFAULT NULL,
                                            p_from varchar DEFAULT NULL, p_to varchar DEFAULT NULL)
@@ -76,7 +92,8 @@ DECLARE
         AND ($4 IS NULL OR player_id >= $4) AND ($5 IS NULL OR player_id < $5)';
 BEGIN
     SELECT m.season AS ordinal, m.mu AS mu0, m.sigma AS sigma0, m.conservative_k AS k,
-           cur.pull, cur.widen, prev.id AS archive, m.tiers
+           cur.pull, cur.widen, prev.id AS archive, m.tiers, m.display_scale, m.display_offset,
+           m.min_matches_for_leaderboard AS least
     INTO s
     FROM modes m
     JOIN seasons cur ON cur.mode = m.name AND cur.ordinal = m.season
@@ -98,9 +115,12 @@ BEGIN
         SET mu = season_mu(mu, $6, $8), sigma = season_sigma(sigma, $7, $9),
             conservative = season_mu(mu, $6, $8) - $10 * season_sigma(sigma, $7, $9),
             matches = 0, wins = 0, losses = 0, draws = 0, last_played_at = NULL, season = $2,
-            tier = NULL, updated_at = now()
+            tier = CASE WHEN $14 = 0 THEN ranked_tier($11, $12, $13,
+                        season_mu(mu, $6, $8) - $10 * season_sigma(sigma, $7, $9)) END,
+            updated_at = now()
         WHERE ' || picked
-    USING p_mode, s.ordinal, p_players, p_from, p_to, s.mu0, s.sigma0, s.pull, s.widen, s.k;
+    USING p_mode, s.ordinal, p_players, p_from, p_to, s.mu0, s.sigma0, s.pull, s.widen, s.k,
+          s.tiers, s.display_scale, s.display_offset, s.least;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
@@ -190,6 +210,7 @@ def upgrade() -> None:
         postgresql_include=["mu", "sigma", "matches"],
         postgresql_where=sa.text("tier IS NOT NULL"),
     )
+    op.execute(_RANKED_TIER)
     op.execute(_TRACK)
     for event, referencing in (
         ("INSERT", "NEW TABLE AS new_rows"),
@@ -208,6 +229,7 @@ def downgrade() -> None:
     for event in ("insert", "update", "delete"):
         op.execute(f"DROP TRIGGER tier_{event} ON ratings")
     op.execute("DROP FUNCTION tier_track()")
+    op.execute("DROP FUNCTION ranked_tier(jsonb, float8, float8, float8)")
     op.drop_index("ix_ratings_tier", table_name="ratings")
     op.drop_index("ix_tier_deltas_tier", table_name="tier_deltas")
     op.drop_table("tier_deltas")

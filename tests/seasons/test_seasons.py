@@ -503,3 +503,33 @@ async def test_an_erased_player_keeps_their_archived_rank_under_the_pseudonym(
     assert set(s1) - set(renamed) == set(s1_live) - {gone, pending}
     assert len(renamed) == len({gone, pending} & set(s1_live))
     assert all(p not in str(archived) + str(s1) for p in (gone, pending))
+
+
+@pytest.mark.parametrize("least", [0, 2])
+async def test_a_switch_keeps_the_final_tiers_and_retiers_from_the_reset(
+    api: AsyncClient, client: httpx.AsyncClient, admin_headers: Headers, mode: str, least: int
+) -> None:
+    """The archive keeps each player's final tier; the reset ratings are tiered afresh when they
+    are on the leaderboard (no placement matches), and the tier counts follow (issue 39)."""
+    from tests.matches.test_ranked import Reference, tiered_mode
+
+    reference: Reference = await tiered_mode(api, mode, placements=least)
+    players = [f"{mode}-t{i}" for i in range(8)]
+    await play(api, mode, random.Random(8), players, 40)
+    before = await ratings(api, mode, players)
+    board = await pages(client, admin_headers, mode, None)
+    assert any(e["tier"] for e in board)
+    await switch(client, admin_headers, mode, name="s1", reset="soft")
+    archived = {e["player_id"]: e for e in await pages(client, admin_headers, mode, "preseason")}
+    assert {p: e["tier"] for p, e in archived.items()} == {
+        e["player_id"]: before[e["player_id"]].tier for e in board
+    }
+    after = await ratings(api, mode, players)
+    for player in players:
+        expected = None
+        if least == 0:
+            rating = after[player].rating
+            expected = reference.names[reference.lies_in(reference.shown(rating.mu - 3 * rating.sigma))]
+        assert after[player].tier == expected, player
+    counts = {t.name: t.players for t in (await api.get_tier_counts(mode)).tiers}
+    assert counts == {n: sum(1 for p in players if after[p].tier == n) for n in reference.names}
