@@ -47,7 +47,7 @@ class Tiers:
 
 
 def displayed(conservative: float, scale: float, offset: float) -> float:
-    """floor(offset + scale · conservative + 0.5), as the SQL function ranked_tier (migration 0015) shows it."""
+    """floor(offset + scale · conservative + 0.5), as SQL's ranked_tier (migration 0015) reads it."""
     return float(math.floor(offset + scale * conservative + 0.5))
 
 
