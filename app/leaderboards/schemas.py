@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.schemas import RatingOut
 
 
 class Entry(BaseModel):
+    # Answers always hold every field (generated clients type them as present); the defaults
+    # read stored responses written before a field existed.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     rank: int = Field(description="1 for the best; ties in conservative are broken by player id")
     player_id: str
     rating: RatingOut = Field(

@@ -99,6 +99,10 @@ class TierChange(BaseModel):
 
 
 class MatchPlayerOut(BaseModel):
+    # Answers always hold every field (generated clients type them as present); the defaults
+    # read stored responses written before a field existed.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     player_id: str
     team: int
     before: RatingOut = Field(
