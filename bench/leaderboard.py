@@ -188,9 +188,8 @@ def summary(label: str, samples: list[float], goal: str) -> str:
 
 
 def print_under_writes(loaded: list[tuple[str, list[float], float]]) -> None:
-    print(
-        f"| a random player's rank, 5 neighbours, {WRITERS} clients posting | p50 ms | p99 ms | goal | matches/s |"
-    )
+    heading = f"a random player's rank, 5 neighbours, {WRITERS} clients posting"
+    print(f"| {heading} | p50 ms | p99 ms | goal | matches/s |")
     print("|---|---|---|---|---|")
     for label, samples, rate in loaded:
         print(f"{summary(label, samples, 'p99 <= 10 ms')} {rate:,.0f} |")
@@ -235,9 +234,7 @@ def main() -> None:
                 samples, rate = under_writes(served.base, headers, args.players, args.reads, rng)
                 loaded.append((label, samples, rate))
             if args.only_under_writes:
-                print(
-                    f"{args.players:,} rated players; {WRITERS} clients posting 1v1 matches (1 uvicorn worker)\n"
-                )
+                print(f"{args.players:,} rated players; {WRITERS} clients posting 1v1 matches (1 worker)\n")
                 print_under_writes(loaded)
                 return
             http.put(
