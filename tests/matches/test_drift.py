@@ -178,3 +178,17 @@ async def test_unknown_mode_tiers_are_404(api: AsyncClient) -> None:
     with pytest.raises(ApiError) as caught:
         await api.get_tier_counts("no-such-mode-here")
     assert caught.value.status == 404
+
+
+async def test_the_ratings_a_ticket_is_matched_with_are_drifted(
+    api: AsyncClient, app: Any, mode: str
+) -> None:
+    from app.players import repository as players
+
+    await api.put_mode(mode, drift_per_day=GAMMA)
+    await api.post_match(duel(mode, "1", "tk1", "tk2", START))
+    profile = next(r for r in (await api.get_player("tk1")).ratings if r.mode == mode)
+    async with app.state.resources.sessions() as session:
+        read = await players.current_ratings(session, mode, ["tk1"])
+    assert profile.drift is not None and read["tk1"][1] > profile.drift.sigma_at_last_match + 1.0
+    assert read["tk1"] == pytest.approx((profile.rating.mu, profile.rating.sigma), rel=1e-6)
