@@ -33,7 +33,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.bulk import ColumnParam, column_param
-from app.db.conservative import conservative_sql
+from app.db.conservative import base_tier_sql, conservative_sql
 from app.db.locks import shared_lock
 
 # The tables the write will insert into, locked as the insert would, first: a replay into
@@ -133,12 +133,19 @@ _STORED = text(
 # tier). `conservative` is drifted from the last played instant to the mode's drift_as_of
 # (app.db.conservative): a match posted late drifts from its played_at.
 _LAST = "GREATEST(r.last_played_at, v.played_at)"
+# The tier the rating step computed, when it read the mode's settings as they are now (`stamp`:
+# the modes row's updated_at its cached rules came from). Rules cached before a change of the
+# tiers (up to app.modes.service.CACHE_SECONDS in another process) would store a tier of the
+# old list: that write places the player afresh from the new settings instead.
+_TIER = f"""CASE WHEN v.stamp = CAST(extract(epoch FROM m.updated_at) * 1000000 AS int8) THEN v.tier
+             WHEN r.matches + v.matches >= m.min_matches_for_leaderboard
+             THEN {base_tier_sql(conservative_sql("v.mu", "v.sigma"))} END"""
 _UPDATE_RATINGS = f"""
     UPDATE ratings AS r
     SET mu = v.mu, sigma = v.sigma, conservative = {conservative_sql("v.mu", "v.sigma", last=_LAST)},
         matches = r.matches + v.matches, wins = r.wins + v.win, losses = r.losses + v.loss,
         draws = r.draws + v.draw,
-        last_played_at = {_LAST}, tier = v.tier,
+        last_played_at = {_LAST}, tier = {_TIER},
         updated_at = now()
     FROM v, modes AS m
     WHERE r.mode = v.mode AND r.player_id = v.player_id AND m.name = v.mode
@@ -164,13 +171,13 @@ _APPLY = f"""
     WITH v AS (
         SELECT v.mode, v.player_id, v.mu, v.sigma, v.matches, v.win, v.loss, v.draw,
                TIMESTAMPTZ 'epoch' + v.played_us * INTERVAL '1 microsecond' AS played_at,
-               CAST(NULLIF(v.tier, -1) AS smallint) AS tier
+               CAST(NULLIF(v.tier, -1) AS smallint) AS tier, v.stamp
         FROM unnest(
             CAST(%(r_mode)s AS varchar[]), CAST(%(r_player_id)s AS varchar[]), CAST(%(r_mu)s AS float8[]),
             CAST(%(r_sigma)s AS float8[]), CAST(%(r_matches)s AS int[]), CAST(%(r_win)s AS int[]),
             CAST(%(r_loss)s AS int[]), CAST(%(r_draw)s AS int[]), CAST(%(r_played_us)s AS int8[]),
-            CAST(%(r_tier)s AS int[])
-        ) AS v(mode, player_id, mu, sigma, matches, win, loss, draw, played_us, tier)
+            CAST(%(r_tier)s AS int[]), CAST(%(r_stamp)s AS int8[])
+        ) AS v(mode, player_id, mu, sigma, matches, win, loss, draw, played_us, tier, stamp)
     ), changed AS ({_UPDATE_RATINGS}
     ), participants AS ({_PARTICIPANTS}
         SELECT p.match_pk, p.player_id, p.mode, p.team, p.rank, p.weight,
@@ -356,6 +363,7 @@ class RatingColumns:
     draw: Int4
     played_us: Int8  # the latest played_at, in microseconds since 1970 UTC
     tier: Int4  # the tier after the group (-1: none)
+    stamp: Int8  # the updated_at (microseconds since 1970) of the mode settings that tiered it
 
 
 @dataclass(frozen=True, slots=True)

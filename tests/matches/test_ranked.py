@@ -293,3 +293,22 @@ async def test_an_unknown_tier_page_is_422(
     response = await client.get(f"/v1/leaderboards/{mode}", params={"tier": "mythic"}, headers=admin_headers)
     assert response.status_code == 422
     assert response.json()["errors"][0]["loc"] == ["query", "tier"]
+
+
+async def test_a_post_tiered_by_settings_changed_since_stores_the_new_settings_tier(
+    api: AsyncClient, mode: str, database_url: str
+) -> None:
+    """Another process's cached rules may be older than the tiers: the write places the player
+    by the settings as they are (the stored tier is never an index into a list gone)."""
+    import psycopg
+
+    await tiered_mode(api, mode)
+    await api.post_match(duel(mode, "1", ["s1"], ["s2"], (0, 1)))  # the rules are cached now
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            'UPDATE modes SET tiers = \'[{"name": "only", "min": -100000}]\', updated_at = now()'
+            " WHERE name = %s",
+            (mode,),
+        )
+    await api.post_match(duel(mode, "2", ["s1"], ["s3"], (0, 1)))
+    assert (await player_tier(api, "s1", mode)).tier == "only"
