@@ -203,6 +203,10 @@ class ModeOut(BaseModel):
     min_matches_for_leaderboard: int
     placement_matches: int = Field(description="the same number as min_matches_for_leaderboard")
     drift_per_day: float
+    drift_as_of: dt.datetime | None = Field(
+        description="the instant the leaderboards' conservative ratings are drifted to (moved to the "
+        "present at least every 12 hours); null without drift"
+    )
     tiers: list[Tier]
     demotion_margin: float
     display_scale: float
