@@ -7,10 +7,11 @@ Ranks read `leaderboard_deltas`, a histogram of eligible players per bucket of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.conservative import base_tier_sql, conservative_sql
@@ -18,39 +19,32 @@ from app.db.locks import COMPACT_LOCK_CLASS
 
 _MIN_MATCHES = text("SELECT min_matches_for_leaderboard, tiers FROM modes WHERE name = :mode")
 
-# A tier's name: the stored index into the mode's tiers.
-_TIER_NAME = "(SELECT m.tiers -> r.tier ->> 'name' FROM modes m WHERE m.name = :mode)"
 
-_FIRST_PAGE = text(f"""
-    SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {_TIER_NAME} FROM ratings r
-    WHERE r.mode = :mode AND r.matches >= :min_matches
-    ORDER BY r.conservative DESC, r.player_id
-    LIMIT :limit
-""")
+# Pages. A page of a mode with tiers reads each row's tier (its index into the mode's tiers,
+# named by the service); one without reads NULL, so its page is an index-only scan of
+# ix_ratings_leaderboard (the tier is not in that index). One tier's page reads ix_ratings_tier.
+def _page_sql(tiered: bool, one_tier: bool, following: bool) -> TextClause:
+    tier = "r.tier" if tiered else "CAST(NULL AS smallint)"
+    where = "r.tier = :tier" if one_tier else "r.matches >= :min_matches"
+    after = (
+        "AND r.conservative <= :after_c AND (r.conservative < :after_c OR r.player_id > :after_id)"
+        if following
+        else ""
+    )
+    return text(f"""
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {tier} FROM ratings r
+        WHERE r.mode = :mode AND {where} {after}
+        ORDER BY r.conservative DESC, r.player_id
+        LIMIT :limit
+    """)
 
-_NEXT_PAGE = text(f"""
-    SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {_TIER_NAME} FROM ratings r
-    WHERE r.mode = :mode AND r.matches >= :min_matches
-      AND r.conservative <= :after_c AND (r.conservative < :after_c OR r.player_id > :after_id)
-    ORDER BY r.conservative DESC, r.player_id
-    LIMIT :limit
-""")
 
-# One tier's players (ranked: a tier is set only for them), in leaderboard order.
-_TIER_FIRST_PAGE = text(f"""
-    SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {_TIER_NAME} FROM ratings r
-    WHERE r.mode = :mode AND r.tier = :tier
-    ORDER BY r.conservative DESC, r.player_id
-    LIMIT :limit
-""")
-
-_TIER_NEXT_PAGE = text(f"""
-    SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {_TIER_NAME} FROM ratings r
-    WHERE r.mode = :mode AND r.tier = :tier
-      AND r.conservative <= :after_c AND (r.conservative < :after_c OR r.player_id > :after_id)
-    ORDER BY r.conservative DESC, r.player_id
-    LIMIT :limit
-""")
+_PAGES = {
+    (tiered, one_tier, following): _page_sql(tiered, one_tier, following)
+    for tiered in (False, True)
+    for one_tier in (False, True)
+    for following in (False, True)
+}
 
 # Each tier's count: the sum of its deltas (migration 0015).
 _TIER_COUNTS = text("""
@@ -168,22 +162,29 @@ async def page(
     min_matches: int,
     after: tuple[float, str] | None,
     limit: int,
+    tiers: Sequence[str] = (),
     tier: int | None = None,
 ) -> list[Row]:
-    """A page of the leaderboard after the (conservative, player id) `after`; of one tier's
-    players when `tier` (an index) is given."""
+    """A page of the leaderboard after the (conservative, player id) `after`, each row's tier
+    named from the mode's `tiers`; of one tier's players when `tier` (an index) is given."""
     params: dict[str, Any] = {"mode": mode, "min_matches": min_matches, "limit": limit}
     if tier is not None:
         params["tier"] = tier
-        first, following = _TIER_FIRST_PAGE, _TIER_NEXT_PAGE
-    else:
-        first, following = _FIRST_PAGE, _NEXT_PAGE
-    if after is None:
-        rows = (await session.execute(first, params)).all()
-    else:
+    if after is not None:
         params |= {"after_c": after[0], "after_id": after[1]}
-        rows = (await session.execute(following, params)).all()
-    return [Row(*row) for row in rows]
+    statement = _PAGES[bool(tiers), tier is not None, after is not None]
+    rows = (await session.execute(statement, params)).all()
+    return [
+        Row(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            None if row[5] is None or row[5] >= len(tiers) else tiers[row[5]],
+        )
+        for row in rows
+    ]
 
 
 async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> StandingRows | None:

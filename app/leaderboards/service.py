@@ -63,7 +63,10 @@ async def leaderboard(
             raise ValidationFailed(f"query.tier: {msg}", errors=[{"loc": ["query", "tier"], "msg": msg}])
         index = names.index(tier)
     after = None if cursor is None else _decode(cursor)
-    rows = await repository.page(session, mode, min_matches, after and (after[0], after[1]), limit + 1, index)
+    names = [t["name"] for t in tiers]
+    rows = await repository.page(
+        session, mode, min_matches, after and (after[0], after[1]), limit + 1, names, index
+    )
     first = 1 if after is None else after[2] + 1
     page = rows[:limit]
     entries = [entry(first + i, row) for i, row in enumerate(page)]

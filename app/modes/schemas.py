@@ -134,7 +134,7 @@ class ModeUpdate(BaseModel):
         gt=0,
         le=1e9,
         allow_inf_nan=False,
-        description="displayed rating = floor(display_offset + display_scale · conservative + 0.5)",
+        description="displayed rating = display_offset + display_scale · conservative (clients round it)",
     )
     display_offset: float | None = Field(None, ge=-1e15, le=1e15, allow_inf_nan=False)
     quality_start: float | None = Field(None, ge=0, le=1, description="queue: quality a match needs at once")

@@ -28,7 +28,7 @@ class ModeRating(BaseModel):
     draws: int
     last_played_at: dt.datetime | None
     displayed: float = Field(
-        description="the rating clients show: floor(display_offset + display_scale · conservative + 0.5)"
+        description="the rating clients show (rounded): display_offset + display_scale · conservative"
     )
     provisional: bool = Field(description="fewer matches than the mode's placement matches")
     placement: Placement | None = Field(description="null when the mode has no placement matches")

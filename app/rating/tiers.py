@@ -1,17 +1,19 @@
 """Tiers: the division a player is shown, from their displayed rating, with hysteresis.
 
-The displayed rating is floor(offset + scale · conservative + 0.5): round half up, the same in
-Python and in SQL. A tier's `min` is in those units. A player is promoted as soon as the
-displayed rating reaches a higher tier's min, and demoted only when it falls below their own
-tier's min minus the margin, to the tier it then lies in: a player near a threshold does not
-bounce between two tiers on every match (the "4-5 wins to change division" of live games).
+The displayed rating is offset + scale · conservative (conservative itself by default; clients
+show it rounded). A tier's `min` is in those units and compared with the exact value, not the
+rounded one, so a mode whose display is conservative itself tiers by conservative.
+
+A player is promoted as soon as the displayed rating reaches a higher tier's min, and demoted
+only when it falls below their own tier's min minus the margin, to the tier it then lies in: a
+player near a threshold does not bounce between two tiers on every match (the "4-5 wins to
+change division" of live games).
 The lowest tier holds everyone below the second one.
 """
 
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,8 +49,8 @@ class Tiers:
 
 
 def displayed(conservative: float, scale: float, offset: float) -> float:
-    """floor(offset + scale · conservative + 0.5), as SQL's ranked_tier (migration 0015) reads it."""
-    return float(math.floor(offset + scale * conservative + 0.5))
+    """offset + scale · conservative, as SQL's ranked_tier (migration 0015) computes it."""
+    return offset + scale * conservative
 
 
 def tiers_of(

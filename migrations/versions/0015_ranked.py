@@ -62,14 +62,14 @@ $$
 """
 
 # The tier a rating lies in without history (app.rating.tiers.Tiers.base, its Python twin):
-# the highest of the ascending tiers whose min the displayed rating floor(offset + scale · c
-# + 0.5) reaches, the lowest below them all; NULL without tiers.
+# the highest of the ascending tiers whose min the displayed rating offset + scale · c reaches,
+# the lowest below them all; NULL without tiers.
 _RANKED_TIER = """
 CREATE FUNCTION ranked_tier(p_tiers jsonb, p_scale float8, p_offset float8, p_conservative float8)
 RETURNS smallint LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN (
     SELECT CAST(greatest(count(*) FILTER (
-        WHERE CAST(t ->> 'min' AS float8) <= floor(p_offset + p_scale * p_conservative + 0.5)) - 1, 0)
+        WHERE CAST(t ->> 'min' AS float8) <= p_offset + p_scale * p_conservative) - 1, 0)
         AS smallint)
     FROM jsonb_array_elements(coalesce(p_tiers, '[]'::jsonb)) AS t
     HAVING count(*) > 0

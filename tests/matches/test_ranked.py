@@ -5,7 +5,6 @@ written here independently of app.rating.tiers."""
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 from typing import Any
 
@@ -37,7 +36,7 @@ class Reference:
         self.margin, self.scale, self.offset = margin, scale, offset
 
     def shown(self, conservative: float) -> float:
-        return math.floor(self.offset + self.scale * conservative + 0.5)
+        return self.offset + self.scale * conservative
 
     def lies_in(self, shown: float) -> int:
         found = 0
