@@ -10,6 +10,7 @@ from cachetools import TTLCache
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.bulk import unbounded
 from app.db.locks import lock_mode
 from app.db.models import Mode
 from app.errors import UnknownMode, ValidationFailed
@@ -367,7 +368,10 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     retier = any(changes(key) for key in TIER_SETTINGS)
     recount = rescore or retier
     if recount:
-        # Waits for the mode's in-flight rating writes; new ones wait for this commit.
+        # Waits for the mode's in-flight rating writes; new ones wait for this commit. The
+        # rewrite is one statement over the mode's rows: on a big mode it runs past the request
+        # statement timeout, so that is lifted for this transaction (docs/api.md says what it costs).
+        await unbounded(session)
         await lock_mode(session, name)
     mode = await repository.upsert(session, name, values)
     if recount:
