@@ -74,15 +74,26 @@ class Drift:
     played_us: Index
     last_us: Index
 
-    def apply(self, matches: Matches, chosen: Index, sigma: Array) -> None:
-        """Drift the players of the `chosen` matches (no two share a player) to their match."""
+    def apply(self, matches: Matches, chosen: Index, sigma: Array) -> tuple[Index, Array, Index]:
+        """Drift the players of the `chosen` matches (no two share a player) to their match:
+        the players, and their sigma and last instant before, for `undo`."""
         sizes = matches.start[chosen + 1] - matches.start[chosen]
         shift = np.repeat(matches.start[chosen] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
         entries = shift + np.arange(int(sizes.sum()), dtype=np.int64)
         players = matches.player[entries]
         at = np.repeat(self.played_us[chosen], sizes)
+        saved = (players, sigma[players], self.last_us[players])
         sigma[players] = drift_columns(sigma[players], self.last_us[players], at, self.gamma)
         self.last_us[players] = np.maximum(self.last_us[players], at)
+        return saved
+
+    def undo(self, matches: Matches, i: int, saved: tuple[Index, Array, Index], sigma: Array) -> None:
+        """Give match i's players back their sigma and last instant from before `apply`: a
+        match the engine refused is not applied, its time away included."""
+        players, old_sigma, old_last = saved
+        mine = np.isin(players, matches.player[matches.start[i] : matches.start[i + 1]])
+        sigma[players[mine]] = old_sigma[mine]
+        self.last_us[players[mine]] = old_last[mine]
 
 
 @dataclass(slots=True)
@@ -127,9 +138,10 @@ def rate_levels(
     out = Rated.empty(entries, n)
     if n <= ONE_AT_A_TIME:
         for i in range(n):
-            if drift is not None:
-                drift.apply(matches, np.array([i], dtype=np.int64), sigma)
+            saved = None if drift is None else drift.apply(matches, np.array([i], dtype=np.int64), sigma)
             _rate_one(env, matches, i, out, mu, sigma)
+            if saved is not None and drift is not None and i in out.refused:
+                drift.undo(matches, i, saved, sigma)
         progress(1.0)
         return out
     start, team, weight, player = matches.start, matches.team, matches.weight, matches.player
@@ -164,11 +176,12 @@ def rate_levels(
         if run % every == 0:
             progress(lo / n)
         chosen = order[lo:hi]
-        if drift is not None:
-            drift.apply(matches, chosen, sigma)
+        saved = None if drift is None else drift.apply(matches, chosen, sigma)
         if shape[chosen[0]] == 0:
             for i in chosen.tolist():
                 _rate_one(env, matches, i, out, mu, sigma)
+                if saved is not None and drift is not None and i in out.refused:
+                    drift.undo(matches, i, saved, sigma)
             continue
         head = chosen[0]
         w_entries = winner_at[chosen][:, None] + columns[: winners[head]]
