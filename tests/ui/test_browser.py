@@ -245,7 +245,7 @@ def test_the_mode_page_charts_the_tiers_and_the_player_page_shows_the_rank(
     assert all(heights[name] < 1 for name, count in counts.items() if count == 0)
     teal = sum(
         near(p, (0x0D, 0x94, 0x88))
-        for p in Image.open(io.BytesIO(chart.screenshot_as_png)).convert("RGB").getdata()
+        for p in Image.open(io.BytesIO(chart.screenshot_as_png)).convert("RGB").get_flattened_data()
     )
     assert teal > 200, f"only {teal} pixels of bars were drawn"
 
