@@ -84,6 +84,21 @@ def describe(scenario: Scenario, population: int) -> list[str]:
         if m.max_latency_ms is None
         else f"{m.max_latency_ms:g} ms, relaxing to {m.max_latency_relaxed_ms:g} ms"
     )
+    if spec.roles:
+        every = sum(r.share for r in spec.roles)
+        who += "; roles accepted, in order of preference: " + ", ".join(
+            f"{' > '.join(r.accepts)} {r.share / every:.0%}" for r in spec.roles
+        )
+    if spec.avoid_probability:
+        who += (
+            f"; after each match a player avoids one of its other players with probability"
+            f" {spec.avoid_probability:g} (lists of {spec.avoid_list})"
+        )
+    shape = m.shape
+    size = f"{m.teams} × {m.team_size}"
+    if shape.flexible:
+        size += f", shrinking to {shape.shapes[-1][0]} × {shape.shapes[-1][1]} over relax_seconds"
+    composition = shape.composition
     lines = [
         f"- **Population**: {who}.",
         f"- **Arrivals**: {arrivals}. **Sessions**: {session}. **Parties** (of the tickets): {parties}.",
@@ -100,7 +115,15 @@ def describe(scenario: Scenario, population: int) -> list[str]:
     return lines + table(
         ["setting", "value"],
         [
-            ["teams × team_size", f"{m.teams} × {m.team_size}"],
+            ["teams × team_size", size],
+            [
+                "roles (per team)",
+                "none"
+                if composition is None
+                else ", ".join(
+                    f"{r}: {c}" for r, c in zip(composition.roles, composition.counts, strict=True)
+                ),
+            ],
             ["mu, sigma, beta, tau", f"{m.mu:g}, {m.sigma:.4g}, {m.beta:.4g}, {m.tau:.4g}"],
             ["draw_probability", f"{m.draw_probability:g}"],
             ["quality_start → quality_floor", f"{m.quality_start:g} → {m.quality_floor:g}"],
