@@ -135,6 +135,22 @@ def describe(scenario: Scenario, population: int) -> list[str]:
     )
 
 
+def _random_also(scenario: Scenario) -> str:
+    """What else random pairing ignores, or does as the mode does, for this scenario."""
+    ignored = [
+        name
+        for name, used in (
+            ("roles", scenario.mode.shape.composition is not None),
+            ("avoid lists", scenario.population.avoid_probability > 0),
+        )
+        if used
+    ]
+    text = f" (and {' and '.join(ignored)})" if ignored else ""
+    if scenario.mode.shape.flexible:
+        text += "; its matches shrink with the longest wait by the mode's rule"
+    return text
+
+
 def headline(result: Result) -> list[tuple[str, str]]:
     """The few numbers a studio reads first."""
     run, scenario = result.run, result.scenario
@@ -211,7 +227,9 @@ def method(scenario: Scenario, run: Run) -> list[str]:
         " players, and two teams within the draw margin draw (seed 000 §2, §4.1). Elo is seed 000's"
         " Gaussian Elo (eq. 1) with K = 24 on Elo's scale (β = 200 points), in the mode's units"
         " K = 24·β/200, starting at the mode's mu; a team plays at its players' mean rating. Random"
-        " pairing matches the waiting tickets in random order, ignoring skill, quality and latency.",
+        " pairing matches the waiting tickets in random order, ignoring skill, quality and latency"
+        + _random_also(scenario)
+        + ".",
         "",
     ]
     return lines

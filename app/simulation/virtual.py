@@ -273,9 +273,16 @@ class VirtualClock:
         if self.pairing == "quality":
             matches = quality_matches(pool, self.mode, max_matches)
         else:
-            # Random pairing forms full-size matches and ignores roles and avoid lists.
+            # Random pairing ignores roles and avoid lists; it shrinks matches as the mode does.
+            shape = self.mode.shape
             matches = random_matches(
-                pool, self.mode.teams, self.mode.team_size, self.mode.beta, self.shuffles, max_matches
+                pool,
+                self.mode.teams,
+                self.mode.team_size,
+                self.mode.beta,
+                self.shuffles,
+                max_matches,
+                (shape, self.mode.relax_seconds) if shape.flexible else None,
             )
         if not matches:
             # The thresholds stop moving once every wait is past relax_seconds: the same pool

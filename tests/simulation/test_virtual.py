@@ -223,3 +223,7 @@ def test_a_free_for_all_shrinks_with_the_wait_and_each_size_is_played_and_rated(
     assert (run.match_outcome == -1).all()
     # The ratings still find the skills through matches of every size.
     assert run.checkpoints[-1].displayed > 0.8
+    # Random pairing shrinks its matches by the same rule.
+    random = run_virtual(ffa, population(ffa), "random")
+    assert set(random.match_players.tolist()) - {8}
+    assert min(random.match_players.tolist()) >= 4
