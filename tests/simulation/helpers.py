@@ -72,4 +72,7 @@ def make_run(**columns: Any) -> Run:
         "checkpoints": (),
     }
     values.update(columns)
+    if "match_players" not in columns:
+        # Two players a match (TINY's 1v1) for every match the columns hold.
+        values["match_players"] = np.full(len(values["match_gap"]), 2, dtype=np.int64)
     return Run(**values)
