@@ -124,3 +124,33 @@ async def test_a_short_live_role_queue_seats_players_in_roles_they_accept_and_lo
     assert any(live.avoid.lists)
     held = await leaderboard(live_server, live.mode)
     assert sum(count for _, _, count in held.values()) == 4 * run.matches
+
+
+async def test_a_short_live_free_for_all_plays_and_rates_its_smaller_matches(live_server: str) -> None:
+    ffa = scenario(
+        "live-ffa",
+        duration="10s",
+        population={"size": 14},
+        arrivals={"players_per_second": 0.5, "initial_share": 0.5},
+        sessions={"matches": 5, "fixed": False, "pause_seconds": 0.3, "match_seconds": 1.0},
+        mode={
+            "teams": 8,
+            "team_size": 1,
+            "teams_min": 3,
+            "relax_seconds": 2,
+            "quality_start": 0.0,
+            "quality_floor": 0.0,
+        },
+        matchmaker={"interval_seconds": 0.1},
+    )
+    players = build(ffa, Streams.of(ffa.seed).population)
+    live = LiveRun(ffa, players, live_server, ADMIN_KEY)
+    run = await live.run()
+    assert run.errors == ()
+    assert run.lost_results == 0
+    assert run.matches >= 3
+    assert min(run.match_players.tolist()) >= 3
+    assert set(run.match_players.tolist()) - {8}
+    assert int(run.games.sum()) == int(run.match_players.sum())
+    held = await leaderboard(live_server, live.mode)
+    assert sum(count for _, _, count in held.values()) == int(run.match_players.sum())
