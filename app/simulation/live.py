@@ -398,7 +398,9 @@ class LiveRun:
         for player, ours, theirs in differ[:10]:
             self.recorder.errors.append(f"player {player}: {ours} matches posted, the service holds {theirs}")
         missing = sum(max(0, ours - theirs) for _, ours, theirs in differ)
-        return self.lost + math.ceil(missing / self.scenario.mode.players_per_match)
+        # Games missing, in matches: at the fewest players a match may have (a mode's matches
+        # may shrink), so a lost match is never undercounted.
+        return self.lost + math.ceil(missing / self.scenario.mode.shape.minimum)
 
 
 def run_live(
