@@ -227,7 +227,7 @@ def _check_relaxation(settings: dict[str, float | None]) -> None:
         )
 
 
-def _check_shape(teams: int, team_size: int, settings: dict[str, Any], sent: set[str]) -> None:
+def check_shape(teams: int, team_size: int, settings: dict[str, Any], sent: set[str]) -> None:
     """The queue's shape as it would be after the change: teams past MANY_TEAMS_LIMIT only for
     small teams, minimums not above the full size, a composition that adds up to the team
     size. Each refusal names the field sent that makes it."""
@@ -322,7 +322,7 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     if extra:
         settings = values["settings"] = {k: v for k, v in {**settings, **extra}.items() if v is not None}
     _check_relaxation({**SETTINGS_DEFAULTS, **settings})
-    _check_shape(
+    check_shape(
         values.get("teams", current.teams if current is not None else 2),
         values.get("team_size", current.team_size if current is not None else 1),
         settings,
