@@ -1,5 +1,6 @@
 """Work the service does beside requests, in the same process: history jobs, folding
-leaderboard counts, and failing the queue's overdue ready checks.
+leaderboard counts, moving the leaderboards of modes with drift forward (daily), and failing
+the queue's overdue ready checks.
 
 Every instance runs these loops. Jobs are claimed with SKIP LOCKED, folding takes an
 advisory lock, and a ready check fails in one Lua script that only the first sweeper's run
@@ -16,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.infra.redis_client import RedisClient
 from app.jobs import service as jobs
+from app.leaderboards import drift
 from app.leaderboards import repository as leaderboards
 from app.queues import service as queues
 
@@ -83,5 +85,6 @@ async def maintain(sessions: async_sessionmaker[AsyncSession], redis: RedisClien
     await asyncio.gather(
         _every(every_s, lambda: compact_leaderboards(sessions), "leaderboard folding"),
         _every(min(JOB_POLL_S, every_s), lambda: run_jobs(sessions), "job runner"),
+        _every(every_s, lambda: drift.rerank_due(sessions), "drift re-rank"),
         _every(DEADLINE_SWEEP_S, _sweeps(sessions, redis), "ready check sweep"),
     )
