@@ -313,6 +313,12 @@ def live_server(app: FastAPI, service_url: str, redis_url: str) -> Iterator[str]
             "--no-access-log",
             "--log-level",
             "warning",
+            # As `serve` keeps an idle connection (app/cli.py says why): uvicorn's default, 5 s,
+            # equals httpx's pool expiry, and a request sent as the server closes an idle
+            # connection is reset unanswered (httpx.ReadError), more often the more loaded the
+            # machine is.
+            "--timeout-keep-alive",
+            str(Settings.model_fields["http_keep_alive_s"].default),
         ],
         env=env,
     )
