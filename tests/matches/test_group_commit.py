@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import psycopg
+import pytest
 from fastapi import FastAPI
 
 from app.client import AsyncClient
@@ -97,6 +98,7 @@ def chain_breaks(history: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 async def test_16_clients_over_shared_players_leave_unbroken_histories(live_server: str) -> None:
     async with AsyncClient(live_server, ADMIN_KEY) as api:
         mode = f"gc-{random.randrange(16**8):08x}"

@@ -82,6 +82,7 @@ def tiered_optimum(tickets: list[Ticket], rule: LatencyRule) -> tuple[int, float
     return count, total
 
 
+@pytest.mark.slow
 def test_1v1_proposals_keep_the_rule_and_reach_97_percent_of_the_tiered_optimum() -> None:
     rng = random.Random(25)
     # 500 tickets: the reference optimum (networkx's blossom matching, cubic) took most of a

@@ -160,6 +160,7 @@ async def test_parties_fill_team_slots_in_2v2(
     assert ["so-1", "so-2"] in teams
 
 
+@pytest.mark.slow
 async def test_concurrent_matchmakers_in_two_processes_never_share_a_ticket(
     client: httpx.AsyncClient, admin_headers: dict[str, str], live_server: str
 ) -> None:
