@@ -28,10 +28,12 @@ from pydantic import ValidationError
 
 from app.config import Settings, describe_error
 from app.evaluation.commands import (
+    add_fit_drift_parser,
     add_fit_history_parser,
     add_predictive_parser,
     add_tournaments_parser,
     reported,
+    run_fit_drift,
     run_fit_history,
     run_predictive,
     run_tournaments,
@@ -365,6 +367,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     revoke.add_argument("id")
     add_tournaments_parser(commands)
     add_fit_history_parser(commands)
+    add_fit_drift_parser(commands)
     add_predictive_parser(commands)
     history_commands.add_parsers(commands)
     simulation_commands.add_parser(commands)
@@ -391,6 +394,8 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
         return reported(run_tournaments, args)
     if args.command == "fit-history":
         return reported(run_fit_history, args)
+    if args.command == "fit-drift":
+        return reported(run_fit_drift, args)
     if args.command == "evaluate-history":
         return reported(run_predictive, args)
     if args.command == "openapi":

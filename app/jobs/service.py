@@ -117,13 +117,14 @@ async def _replay(
         players = await repository.rated_players(session, mode)
     read = time.perf_counter()
     env, k = rules.env, rules.conservative_k
+    ranking = replay.Ranking(k, rules.drift_per_day, rules.placement_matches, rules.tiers)
     state = replay.start(env, players, seeds)
     rated = await _in_thread(
-        lambda progress: replay.rate(env, history, state, seeds, progress), report, 0.05, 0.3
+        lambda progress: replay.rate(env, history, state, seeds, progress, ranking), report, 0.05, 0.3
     )
     rated_at = time.perf_counter()
     # The stored responses are built (Python) while PostgreSQL writes the participants.
-    writing = asyncio.ensure_future(asyncio.to_thread(replay.responses, mode, k, history, rated))
+    writing = asyncio.ensure_future(asyncio.to_thread(replay.responses, mode, k, history, rated, ranking))
     try:
         async with sessions() as session, session.begin():
             await unbounded(session)
@@ -145,9 +146,9 @@ async def _replay(
             if late_pks:
                 # Recorded while the replay ran: rated on top, in the order they were applied.
                 tail = await repository.history(session, mode, only=late_pks, order=repository.APPLIED_ORDER)
-                tail_rated = replay.rate(env, tail, state, seeds)
+                tail_rated = replay.rate(env, tail, state, seeds, ranking=ranking)
                 await repository.stage_participants(session, tail, tail_rated)
-                tail_responses = replay.responses(mode, k, tail, tail_rated)
+                tail_responses = replay.responses(mode, k, tail, tail_rated, ranking)
                 tail_numbers = await repository.applied_numbers(session, len(tail_responses))
                 await repository.stage_responses(session, tail_responses, tail_numbers)
                 rated.skipped += tail_rated.skipped
@@ -207,7 +208,8 @@ async def run_smooth(
         mu=row.mu,
         sigma=options.get("sigma") or row.sigma,
         beta=row.beta,
-        gamma=row.tau if options.get("gamma") is None else options["gamma"],
+        # The mode's drift per day when it has one (the online ratings' gamma), else tau.
+        gamma=(row.drift_per_day or row.tau) if options.get("gamma") is None else options["gamma"],
         p_draw=row.draw_probability,
         iterations=int(_given(options, "iterations", smooth.ITERATIONS)),
         epsilon=float(_given(options, "epsilon", smooth.EPSILON)),
