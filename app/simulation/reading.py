@@ -81,6 +81,12 @@ MODE_KEYS = frozenset(
 # virtual clock; tests/simulation/test_reading.py fails until it is modelled or listed here.
 MODE_NOT_YET: dict[str, str] = {
     "accept_timeout_s": "the ready check (issue 38) is not modelled by the simulator yet",
+    "drift_per_day": "skill drift with time away (issue 39) is not modelled by the simulator yet",
+    "placement_matches": "placements (issue 39) are not modelled by the simulator yet",
+    "tiers": "tiers (issue 39) are not modelled by the simulator yet",
+    "demotion_margin": "tiers (issue 39) are not modelled by the simulator yet",
+    "display_scale": "the displayed rating's scale (issue 39) is not modelled by the simulator yet",
+    "display_offset": "the displayed rating's scale (issue 39) is not modelled by the simulator yet",
 }
 # The service's defaults for a new mode (its table's defaults; beta and tau from sigma as
 # app.modes.service.put_mode sets them, seed 000 §4.2).
