@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sessions = build_sessionmaker(engine)
         app.state.resources = resources = Resources(config, engine, sessions, redis)
         resources.tickets.start()
-        maintenance = asyncio.create_task(background.maintain(sessions, config.maintenance_every_s))
+        maintenance = asyncio.create_task(background.maintain(sessions, redis, config.maintenance_every_s))
         # What a worker holds from here to exit (modules, the app and its schemas, NumPy) is
         # most of its heap, and every full collection walked all of it with the event loop
         # stalled: the match posts' p99 and a large batch's Python time paid for it

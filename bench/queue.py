@@ -28,6 +28,16 @@ uneven, and a third process keeps both cores busy), then measures:
    call, the pool topped up between calls (`--only ffa`).
 
 Cases 6 and 7 run beside case 3 (5v5 without roles) in the same run, as their baseline.
+
+Two cases of the queue's statistics run alone:
+- `--only stats`: GET /v1/queues/{mode}/stats with STATS_POOL (100,000) tickets queued and a
+  matchmaking call made (p50 and p99 ms per read, one read at a time);
+- `--only estimates`: the wait estimates' accuracy. Players of a 1v1 mode (ratings seeded, mu
+  normal around 25 with deviation 8, sigma 1 to 3; quality from 0.9 relaxing to 0.3 over 30 s)
+  queue at a steady rate (10 a second) against a matchmaking loop (a call every 0.5 s); each ticket's
+  `estimated_wait_s` is read as it is queued and compared with its actual wait (from queueing to
+  the matchmaking answer that names it). After a warm-up, one phase at the rate and one at twice
+  the rate: the median of |estimate - actual| / actual per phase (goal: at most 30%).
 """
 
 from __future__ import annotations
@@ -251,6 +261,30 @@ async def run(base: str, key: str, pool: int, producers: int, only: str | None) 
             found = await composed_cases(http, pool, rng)
         composed_table(pool, found)
         return
+    if only == "stats":
+        async with httpx.AsyncClient(
+            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120
+        ) as http:
+            reads, reference = await stats_case(http, STATS_POOL)
+        for label, found in (("GET /stats", reads), ("for reference: GET /tickets/{id}", reference)):
+            found.sort()
+            print(
+                f"| {label}, {STATS_POOL:,} tickets queued | p50 {statistics.median(found):.1f} ms, "
+                f"p99 {found[int(len(found) * 0.99) - 1]:.1f} ms | p99 ≤ 5 ms |"
+            )
+        return
+    if only == "estimates":
+        async with httpx.AsyncClient(
+            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120
+        ) as http:
+            phases = await estimates_case(http, rate=10.0, warmup=30.0, phase=30.0)
+        for name, estimated, matched, error, wait in phases:
+            print(
+                f"| wait estimates, 1v1, {'20' if name == 'doubled' else '10'} tickets/s ({name}): "
+                f"{estimated} of {matched} matched had an estimate, median wait {wait:.1f} s | median "
+                f"relative error {error:.0%} | ≤ 30% |"
+            )
+        return
     if only == "latency":
         async with httpx.AsyncClient(
             base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120
@@ -308,6 +342,144 @@ async def run(base: str, key: str, pool: int, producers: int, only: str | None) 
     )
 
 
+STATS_POOL = 100_000
+
+
+async def stats_case(http: httpx.AsyncClient, pool: int, reads: int = 500) -> tuple[list[float], list[float]]:
+    """Milliseconds per statistics read, one at a time, with `pool` tickets queued; and for
+    reference, per read of a queued ticket (the same HTTP and key check, one HGET)."""
+    mode = "bench-stats"
+    await http.put(
+        f"/v1/modes/{mode}", json={"quality_start": 0.99, "quality_floor": 0.99, "ticket_ttl_seconds": 3600}
+    )
+    rng = random.Random(2)
+    await fill(http, mode, [f"s{i}" for i in range(pool)], batch=1000, rng=rng)
+    await timed_matchmake(http, mode, 10)  # counts the waiting tickets (and forms next to none)
+    ticket = (await http.post(f"/v1/queues/{mode}/tickets", json={"players": ["s-probe"]})).json()[
+        "ticket_id"
+    ]
+    timings: tuple[list[float], list[float]] = ([], [])
+    for _ in range(reads):
+        for path, into in (
+            (f"/v1/queues/{mode}/stats", timings[0]),
+            (f"/v1/queues/{mode}/tickets/{ticket}", timings[1]),
+        ):
+            started = time.perf_counter()
+            response = await http.get(path)
+            response.raise_for_status()
+            into.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+async def estimates_case(
+    http: httpx.AsyncClient, rate: float, warmup: float, phase: float, players: int = 3000
+) -> list[tuple[str, int, int, float, float]]:
+    """Per phase (name, tickets with an estimate, tickets matched, median relative error,
+    median wait)."""
+    mode = "bench-estimates"
+    # Demanding thresholds, so that waits depend on who is around rather than on when the next
+    # matchmaking call comes.
+    settings = {"quality_start": 0.9, "quality_floor": 0.3, "relax_seconds": 30, "ticket_ttl_seconds": 600}
+    await http.put(f"/v1/modes/{mode}", json=settings)
+    rng = random.Random(3)
+    names = [f"e{i}" for i in range(players)]
+    semaphore = asyncio.Semaphore(64)
+
+    async def seed(player: str) -> None:
+        async with semaphore:
+            rating = {"mu": rng.gauss(25, 8), "sigma": rng.uniform(1, 3)}
+            (await http.put(f"/v1/players/{player}/ratings/{mode}", json=rating)).raise_for_status()
+
+    await asyncio.gather(*(seed(name) for name in names))
+    free = list(names)
+    rng.shuffle(free)
+    queued: dict[str, tuple[str, float, float | None, str]] = {}  # ticket -> player, at, estimate, phase
+    errors: dict[str, list[float]] = {"steady": [], "doubled": []}
+    actuals: dict[str, list[float]] = {"steady": [], "doubled": []}
+    pairs: list[tuple[str, float, float]] = []
+    counts = {"steady": [0, 0], "doubled": [0, 0]}
+    started = time.monotonic()
+    ends = {"warm-up": warmup, "steady": warmup + phase, "doubled": warmup + 2 * phase}
+    stop = asyncio.Event()
+
+    def phase_at(elapsed: float) -> str | None:
+        for name, end in ends.items():
+            if elapsed < end:
+                return name
+        return None
+
+    async def arrivals() -> None:
+        next_at = time.monotonic()
+        while (name := phase_at(time.monotonic() - started)) is not None:
+            if free:
+                player = free.pop()
+                at = time.monotonic()
+                made = await http.post(f"/v1/queues/{mode}/tickets", json={"players": [player]})
+                made.raise_for_status()
+                ticket = made.json()["ticket_id"]
+                status = (await http.get(f"/v1/queues/{mode}/tickets/{ticket}")).json()
+                queued[ticket] = (player, at, status.get("estimated_wait_s"), name)
+            next_at += 1 / (rate * (2 if name == "doubled" else 1))
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+
+    async def matchmaking() -> None:
+        while not stop.is_set():
+            response = await http.post(f"/v1/queues/{mode}/matchmake", json={"max_matches": 1000})
+            response.raise_for_status()
+            now = time.monotonic()
+            for proposal in response.json()["matches"]:
+                for ticket in proposal["ticket_ids"]:
+                    found = queued.pop(ticket, None)
+                    if found is None:
+                        continue
+                    player, at, estimate, name = found
+                    free.insert(0, player)
+                    if name in errors:
+                        counts[name][1] += 1
+                        if estimate is not None:
+                            counts[name][0] += 1
+                            actual = now - at
+                            actuals[name].append(actual)
+                            errors[name].append(abs(estimate - actual) / actual)
+                            pairs.append((name, estimate, actual))
+            await asyncio.sleep(0.5)
+
+    loop = asyncio.create_task(matchmaking())
+    await arrivals()
+    # Drain: the last tickets' waits count too (those still waiting after this are left out).
+    drain_until = time.monotonic() + 30
+    while time.monotonic() < drain_until and any(v[3] != "warm-up" for v in queued.values()):
+        await asyncio.sleep(0.5)
+    stop.set()
+    await loop
+    # Where the error comes from: estimates and actual waits, short (under 1.5 s: the next
+    # matchmaking call or so) or long.
+    for name in ("steady", "doubled"):
+        got = [(e, a) for n, e, a in pairs if n == name]
+        for label, short_estimate, short_actual in (
+            ("short / short", True, True),
+            ("short / long", True, False),
+            ("long / short", False, True),
+            ("long / long", False, False),
+        ):
+            chosen = [
+                abs(e - a) / a for e, a in got if (e < 1.5) == short_estimate and (a < 1.5) == short_actual
+            ]
+            if chosen:
+                print(f"| {name}: estimate / actual {label} | {len(chosen)} tickets | median relative error "
+                      f"{statistics.median(chosen):.0%} |")  # fmt: skip
+    return [
+        (
+            name,
+            counts[name][0],
+            counts[name][1],
+            statistics.median(values) if values else float("nan"),
+            statistics.median(actuals[name]) if actuals[name] else float("nan"),
+        )
+        for name, values in errors.items()
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pool", type=int, default=10_000)
@@ -315,7 +487,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument(
         "--only",
-        choices=["latency", "roles", "ffa"],
+        choices=["latency", "roles", "ffa", "stats", "estimates"],
         help="run one case alone (roles and ffa: with 5v5 beside)",
     )
     args = parser.parse_args()

@@ -13,8 +13,11 @@ from app.ids import Identifier
 from app.queues import service
 from app.queues.schemas import (
     MAX_WAIT_SECONDS,
+    AnswerIn,
     MatchmakeIn,
     MatchmakeOut,
+    ProposalDetail,
+    QueueStatistics,
     QueueStats,
     RequeueIn,
     RequeueOut,
@@ -166,6 +169,76 @@ async def requeue_proposal(
     status says what happened (a ticket past its TTL expires; one whose player holds a newer
     ticket is cancelled). A second requeue of the proposal is a 409."""
     return await service.requeue(session, redis, mode, proposal_id, body or RequeueIn())
+
+
+@router.get(
+    "/{mode}/proposals/{proposal_id}",
+    operation_id="get_proposal",
+    response_model=ProposalDetail,
+    responses={404: {"description": "No such proposal in this mode"}},
+)
+async def get_proposal(
+    mode: Identifier, proposal_id: Identifier, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+) -> ProposalDetail:
+    """A proposal: its state (pending, accepted or failed), its ready check's deadline, and
+    each player's answer so far."""
+    return await service.get_proposal(session, redis, mode, proposal_id)
+
+
+_ANSWER_ERRORS: dict[int | str, dict[str, object]] = {
+    404: {"description": "No such proposal in this mode"},
+    409: {"description": "The proposal has settled, and a player's answer differs from theirs"},
+    422: {"description": "A player is not in the proposal"},
+}
+
+
+@router.post(
+    "/{mode}/proposals/{proposal_id}/accept",
+    operation_id="accept_proposal",
+    response_model=ProposalDetail,
+    responses=_ANSWER_ERRORS,
+)
+async def accept_proposal(
+    mode: Identifier,
+    proposal_id: Identifier,
+    body: AnswerIn,
+    session: SessionDep,
+    redis: RedisDep,
+    _: MatchmakingKey,
+) -> ProposalDetail:
+    """The listed players accept the proposal (a party may answer for several). Once every
+    player has accepted, it is `accepted`: start the game. The same answer again is 200."""
+    return await service.answer_proposal(session, redis, mode, proposal_id, body, "accepted")
+
+
+@router.post(
+    "/{mode}/proposals/{proposal_id}/decline",
+    operation_id="decline_proposal",
+    response_model=ProposalDetail,
+    responses=_ANSWER_ERRORS,
+)
+async def decline_proposal(
+    mode: Identifier,
+    proposal_id: Identifier,
+    body: AnswerIn,
+    session: SessionDep,
+    redis: RedisDep,
+    _: MatchmakingKey,
+) -> ProposalDetail:
+    """The listed players decline the proposal: it fails at once. The tickets of players who
+    did not accept are cancelled, and every other ticket queues again with its original
+    enqueue time, in one atomic step. The same answer again is 200."""
+    return await service.answer_proposal(session, redis, mode, proposal_id, body, "declined")
+
+
+@router.get("/{mode}/stats", operation_id="queue_statistics", response_model=QueueStatistics)
+async def queue_statistics(
+    mode: Identifier, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+) -> QueueStatistics:
+    """Tickets and players waiting, by region; and per window of the last 1, 5 and 15
+    minutes, the matches formed, the p50, p90 and p99 time to match of their tickets and the
+    p10, p50 and p90 draw quality. Shared by every instance; cheap to read (no walk of the pool)."""
+    return await service.queue_statistics(session, redis, mode)
 
 
 @router.get("/{mode}", operation_id="queue_stats", response_model=QueueStats)

@@ -22,6 +22,8 @@ from app.modes.schemas import ModeChanged, ModeDetail, ModeList, ModeOut, Reset
 from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut
 from app.queues.schemas import (
     MatchmakeOut,
+    ProposalDetail,
+    QueueStatistics,
     QueueStats,
     RequeueOut,
     TicketBatchOut,
@@ -158,7 +160,8 @@ class Operations:
     @operation("GET", "/v1/queues/{mode}/tickets/{ticket_id}", model(TicketOut))
     def get_ticket(self, mode: str, ticket_id: str, wait: float | None = None) -> Request[TicketOut]:
         """A ticket's status and, once matched, its match. With `wait` (seconds, at most 60) a
-        long-poll: answered as soon as the ticket leaves `queued`, or after `wait` as it is."""
+        long-poll: answered as soon as the ticket leaves `queued` (or, in a pending proposal, once
+        the proposal settles), or after `wait` as it is."""
         if wait is None:
             return Request({"mode": mode, "ticket_id": ticket_id})
         # The HTTP timeout covers the wait plus the answer's way back.
@@ -179,6 +182,31 @@ class Operations:
         original wait (409 when already requeued, so a lost answer is not resent)."""
         return Request({"mode": mode, "proposal_id": proposal_id}, json={"cancel": list(cancel)})
 
+    @operation("GET", "/v1/queues/{mode}/proposals/{proposal_id}", model(ProposalDetail))
+    def get_proposal(self, mode: str, proposal_id: str) -> Request[ProposalDetail]:
+        """A proposal: its state (pending, accepted or failed), its ready check's deadline and
+        each player's answer so far."""
+        return Request({"mode": mode, "proposal_id": proposal_id})
+
+    # Repeatable: the same answer again is 200 with the proposal as it stands.
+    @operation(
+        "POST", "/v1/queues/{mode}/proposals/{proposal_id}/accept", model(ProposalDetail), repeatable=True
+    )
+    def accept_proposal(self, mode: str, proposal_id: str, players: Sequence[str]) -> Request[ProposalDetail]:
+        """The players accept the proposal (accepted once everyone has; 409 if it settled otherwise
+        for one of them)."""
+        return Request({"mode": mode, "proposal_id": proposal_id}, json={"players": list(players)})
+
+    @operation(
+        "POST", "/v1/queues/{mode}/proposals/{proposal_id}/decline", model(ProposalDetail), repeatable=True
+    )
+    def decline_proposal(
+        self, mode: str, proposal_id: str, players: Sequence[str]
+    ) -> Request[ProposalDetail]:
+        """The players decline the proposal: it fails, their tickets are cancelled and the others
+        queue again with their wait (409 if it settled otherwise for one of them)."""
+        return Request({"mode": mode, "proposal_id": proposal_id}, json={"players": list(players)})
+
     @operation("DELETE", "/v1/queues/{mode}/tickets/{ticket_id}", no_content)
     def cancel_ticket(self, mode: str, ticket_id: str) -> Request[None]:
         """Leave the queue (409 once matched)."""
@@ -189,6 +217,12 @@ class Operations:
         """Form and claim up to `max_matches` matches (default: the service's), best draw
         quality first."""
         return Request({"mode": mode}, json=None if max_matches is None else {"max_matches": max_matches})
+
+    @operation("GET", "/v1/queues/{mode}/stats", model(QueueStatistics))
+    def queue_statistics(self, mode: str) -> Request[QueueStatistics]:
+        """Tickets and players waiting by region; matches, wait and quality percentiles over the
+        last 1, 5 and 15 minutes."""
+        return Request({"mode": mode})
 
     @operation("GET", "/v1/queues/{mode}", model(QueueStats))
     def queue_stats(self, mode: str) -> Request[QueueStats]:

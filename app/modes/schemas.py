@@ -158,6 +158,14 @@ class ModeUpdate(BaseModel):
         allow_inf_nan=False,
         description="queue: the latency limit after relax_seconds of wait (default: max_latency_ms)",
     )
+    accept_timeout_s: float | None = Field(
+        None,
+        ge=1,
+        le=300,
+        allow_inf_nan=False,
+        description="queue: the ready check; every player of a proposal must accept it within this many "
+        "seconds, or it fails (null, the default: no ready check, proposals are accepted at once)",
+    )
 
 
 QUEUE_DEFAULTS = {
@@ -178,6 +186,8 @@ SETTINGS_DEFAULTS: dict[str, float] = {**QUEUE_DEFAULTS, **PERFORMANCE_DEFAULTS}
 # kept in `settings`.
 LATENCY_SETTINGS = ("max_latency_ms", "max_latency_relaxed_ms")
 SHAPE_SETTINGS = ("roles", "team_size_min", "teams_min")
+READY_SETTINGS = ("accept_timeout_s",)
+NULLABLE_SETTINGS = (*LATENCY_SETTINGS, *SHAPE_SETTINGS, *READY_SETTINGS)
 
 
 class ModeOut(BaseModel):
@@ -217,17 +227,18 @@ class ModeOut(BaseModel):
     ticket_ttl_seconds: float
     max_latency_ms: float | None
     max_latency_relaxed_ms: float | None
+    accept_timeout_s: float | None
     created_at: dt.datetime
     updated_at: dt.datetime
 
     @classmethod
     def of(cls, mode: object, **extra: object) -> Self:
         settings = {**SETTINGS_DEFAULTS, **(getattr(mode, "settings", None) or {})}
-        stored = {*SETTINGS_DEFAULTS, *LATENCY_SETTINGS, *SHAPE_SETTINGS, "placement_matches", "tiers"}
+        stored = {*SETTINGS_DEFAULTS, *NULLABLE_SETTINGS, "placement_matches", "tiers"}
         fields = {
             name: getattr(mode, name) for name in cls.model_fields if name not in stored and name not in extra
         }
-        latency = {k: settings.get(k) for k in LATENCY_SETTINGS}
+        latency = {k: settings.get(k) for k in (*LATENCY_SETTINGS, *READY_SETTINGS)}
         # The minimums read as the full size when unset.
         shape = {
             "roles": settings.get("roles"),

@@ -19,12 +19,11 @@ from app.leaderboards import repository as leaderboards
 from app.matchmaking.proposals import Composition, LatencyRule, MatchShape, Relaxation
 from app.modes import repository
 from app.modes.schemas import (
-    LATENCY_SETTINGS,
     MANY_TEAMS_LIMIT,
     MANY_TEAMS_SIZE,
+    NULLABLE_SETTINGS,
     QUEUE_DEFAULTS,
     SETTINGS_DEFAULTS,
-    SHAPE_SETTINGS,
     ModeUpdate,
 )
 from app.rating import RatingInputError, TrueSkill
@@ -54,6 +53,7 @@ class ModeRules:
     tiers: Tiers | None = None
     # The modes row's updated_at (microseconds since 1970) these rules were read from.
     stamp: int = 0
+    accept_timeout: float | None = None  # the ready check's seconds; None: no ready check
 
     @property
     def teams(self) -> int:
@@ -143,6 +143,7 @@ def rules_of(mode: Mode) -> ModeRules:
         mode.min_matches_for_leaderboard,
         tiers_of(mode.tiers, mode.demotion_margin, mode.display_scale, mode.display_offset),
         (mode.updated_at - EPOCH) // dt.timedelta(microseconds=1),
+        (mode.settings or {}).get("accept_timeout_s"),
     )
 
 
@@ -312,9 +313,9 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     _check_ranking(values)
     current = await repository.get(session, name)
     extra: dict[str, float | None] = {key: values.pop(key) for key in SETTINGS_DEFAULTS if key in values}
-    # The latency limits and the shape's settings may be set to null (no rule, none, the full
-    # size), so they go by the fields sent.
-    for key in (*LATENCY_SETTINGS, *SHAPE_SETTINGS):
+    # The latency limits, the shape's settings and the ready check may be set to null (no rule,
+    # none, the full size, off), so they go by the fields sent.
+    for key in NULLABLE_SETTINGS:
         values.pop(key, None)
         if key in update.model_fields_set:
             extra[key] = getattr(update, key)

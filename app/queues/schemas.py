@@ -17,6 +17,8 @@ AVOID_PER_PLAYER = 100
 MAX_PLAYERS = 100
 # A long-poll waits at most this many seconds.
 MAX_WAIT_SECONDS = 60.0
+ProposalState = Literal["pending", "accepted", "failed"]
+Answer = Literal["accepted", "declined"]
 FLAT_ATTRIBUTES = (
     "attributes are flat: each value is a string, a number or a boolean, not an object or a list"
 )
@@ -98,7 +100,19 @@ class ProposalOut(BaseModel):
     # Every answer holds `region` and `roles` (null when none): the document says so.
     model_config = ConfigDict(json_schema_serialization_defaults_required=True)
 
+    # The id, then the state: the queue's scripts rewrite the state in place (scripts.py).
     proposal_id: str
+    state: ProposalState = Field(
+        "accepted",
+        description="pending while its ready check runs (the mode's accept_timeout_s), then accepted "
+        "(every player accepted: start the game) or failed (a decline, the deadline passed, or a "
+        "requeue); accepted at once without a ready check",
+    )
+    deadline: dt.datetime | None = Field(
+        None,
+        description="when the ready check ends, failing the proposal unless everyone accepted; null "
+        "without one",
+    )
     teams: list[list[str]]
     ticket_ids: list[str]
     quality: float
@@ -109,10 +123,39 @@ class ProposalOut(BaseModel):
     )
 
 
+class ProposalDetail(ProposalOut):
+    """A proposal with its players' answers to the ready check so far."""
+
+    answers: dict[str, Answer | None] = Field(
+        description="each player of the proposal: accepted, declined, or null (no answer yet, or no "
+        "ready check)"
+    )
+
+
+class AnswerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    players: list[Identifier] = Field(
+        min_length=1,
+        max_length=MAX_PLAYERS,
+        description="players of the proposal answering (a party's together)",
+    )
+
+
 class TicketOut(BaseModel):
+    # Every answer holds `estimated_wait_s` (null but for queued tickets): the document says so.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     ticket_id: str
     status: Literal["queued", "matched", "cancelled", "expired"]
     match: ProposalOut | None
+    estimated_wait_s: float | None = Field(
+        None,
+        description="queued tickets: the expected wait in all, in seconds from enqueueing, from the queue "
+        "as the latest matchmaking call left it and the waits of recently matched tickets like it (skill "
+        "and uncertainty bands, region), never less than its wait so far; null before the mode has "
+        "matched any, and for tickets not queued",
+    )
 
 
 class RequeueIn(BaseModel):
@@ -153,3 +196,31 @@ class QueueStats(BaseModel):
     tickets: int
     players: int
     oldest_wait_s: float
+
+
+class RegionWaiting(BaseModel):
+    region: str | None = Field(
+        description="where the tickets' latency is lowest, else their `region` attribute; null: neither"
+    )
+    tickets: int
+    players: int
+
+
+class WindowStats(BaseModel):
+    minutes: int = Field(description="the window: the last 1, 5 or 15 minutes (to within 15 s)")
+    matches: int = Field(description="proposals formed in the window")
+    tickets_matched: int
+    wait_p50_s: float | None = Field(description="time to match of the tickets matched; null: none")
+    wait_p90_s: float | None
+    wait_p99_s: float | None
+    quality_p10: float | None = Field(description="draw quality of the matches formed; null: none")
+    quality_p50: float | None
+    quality_p90: float | None
+
+
+class QueueStatistics(BaseModel):
+    tickets: int = Field(description="tickets waiting")
+    players: int = Field(description="players waiting")
+    counted_at: dt.datetime = Field(description="when the waiting tickets were counted")
+    regions: list[RegionWaiting]
+    windows: list[WindowStats]

@@ -228,17 +228,21 @@ return out
 """
 )
 
-# KEYS: pool, holders, then the done hashes (the proposals' first, then the tickets').
-# ARGV: seconds to keep what is written, then per proposal: its id, its JSON, what a requeue
-#       needs (store.py), its ticket count, and per ticket: id, the number of its done hash
-#       in KEYS, its players' hold, player count, the players.
+# KEYS: pool, holders, deadlines, then the done hashes (the proposals' first, then the tickets').
+# ARGV: seconds to keep what is written, the ready check's deadline ("0": none), then per
+#       proposal: its id, its JSON, what a requeue needs (store.py), its ticket count, and per
+#       ticket: id, the number of its done hash in KEYS, its players' hold, player count, the players.
 # A proposal is claimed when every player of every ticket still holds that ticket's hold:
 # a hold is written with its ticket and released when the ticket leaves the pool (or left
 # alone when another ticket has taken it over), so an unchanged hold is a ticket still
 # waiting whose players have queued nothing since. store.py checks expiry and attributes
 # from the pool it read (a pool value never changes) before calling. A matched player's
-# hold becomes "0 <ticket>": it no longer blocks queueing, and still finds the match.
-# A proposal already in KEYS[3] was claimed by this very call run before (ids are random; see
+# hold becomes "0 <ticket>": it no longer blocks queueing, and still finds the match. Under a
+# ready check it becomes "<deadline> <ticket>" instead: the player's ticket stays active (no
+# second one) until the proposal settles (SETTLE) or, should no sweeper ever come, until the
+# deadline; the proposal's ready check starts ("s:<proposal>", no answers yet) and its deadline
+# joins the deadlines sorted set, which every instance sweeps.
+# A proposal already in KEYS[4] was claimed by this very call run before (ids are random; see
 # ENQUEUE on retries): it counts as claimed, unwritten. Returns the 1-based numbers of the
 # proposals claimed.
 CLAIM = (
@@ -246,8 +250,9 @@ CLAIM = (
     + _FINISH
     + _PUBLISH
     + """
-local pool, holders, kept, n = KEYS[1], KEYS[2], ARGV[1], #ARGV
-local names, starts, at = {}, {}, 2
+local pool, holders, deadlines, kept, deadline, n = KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], #ARGV
+local matched = deadline == '0' and '0 ' or deadline .. ' '
+local names, starts, at = {}, {}, 3
 while at <= n do
   starts[#starts + 1] = at
   at = at + 4
@@ -260,8 +265,8 @@ end
 local held = chunked('HMGET', holders, names)
 local proposals = {}
 for p = 1, #starts do proposals[p] = ARGV[starts[p]] end
-local made = chunked('HMGET', KEYS[3], proposals)
-local k, taken, claimed, gone, released, done = 0, {}, {}, {}, {}, {[3] = {}}
+local made = chunked('HMGET', KEYS[4], proposals)
+local k, taken, claimed, gone, released, done, due = 0, {}, {}, {}, {}, {[4] = {}}, {}
 for p = 1, #starts do
   local first, tickets, free = starts[p], tonumber(ARGV[starts[p] + 3]), true
   local again = made[p] ~= false
@@ -293,15 +298,21 @@ for p = 1, #starts do
       fields[#fields + 1] = status
       for i = 1, players do
         released[#released + 1] = ARGV[at + 3 + i]
-        released[#released + 1] = '0 ' .. id
+        released[#released + 1] = matched .. id
       end
       at = at + 4 + players
     end
-    local proposal = done[3]
+    local proposal = done[4]
     proposal[#proposal + 1] = ARGV[first]
     proposal[#proposal + 1] = ARGV[first + 1]
     proposal[#proposal + 1] = 'r:' .. ARGV[first]
     proposal[#proposal + 1] = ARGV[first + 2]
+    if deadline ~= '0' then
+      proposal[#proposal + 1] = 's:' .. ARGV[first]
+      proposal[#proposal + 1] = '{"answers":{},"deadline":' .. deadline .. '}'
+      due[#due + 1] = deadline
+      due[#due + 1] = ARGV[first]
+    end
     claimed[#claimed + 1] = p
   end
 end
@@ -309,6 +320,7 @@ if #claimed > 0 then
   chunked('HDEL', pool, gone)
   chunked('HSET', holders, released)
   for key, fields in pairs(done) do finish(KEYS[key], fields, kept) end
+  if #due > 0 then chunked('ZADD', deadlines, due) end
   publish(gone)
 end
 return claimed
@@ -378,86 +390,229 @@ return #gone
 """
 )
 
-# KEYS: pool, holders, the proposal's done hash, then the tickets' done hashes.
-# ARGV: the proposal's id, now, seconds to keep a status, the number of tickets to cancel,
-#       their ids, then per ticket of the proposal its id and the number of its done hash.
-# What the claim kept under "r:<proposal>" is record.kept() per ticket (_KEPT reads it). A
-# listed ticket is cancelled; any other goes back to the pool with that very value (its
-# enqueue time, so its wait, kept) and its players' holds as they were, unless it is
+# Puts a proposal's tickets back (REQUEUE, and SETTLE when a ready check fails). What the claim
+# kept under "r:<proposal>" is record.kept() per ticket (_KEPT reads it). A ticket that
+# `cancelled(id, players)` names is cancelled; any other goes back to the pool with that very
+# value (its enqueue time, so its wait, kept) and its players' holds as they were, unless it is
 # past its expiry (expired) or one of its players holds a newer ticket, queued or matched
 # (then it is cancelled: the player is in no two tickets). The proposal then reads as
-# requeued. Returns per ticket, in the proposal's order: 0 cancelled as listed, 1 queued,
-# 2 cancelled for a newer ticket, 3 expired; nothing when the proposal was requeued before.
+# requeued. `where` maps each ticket to the number of its done hash in KEYS. Returns per
+# ticket, in the proposal's order: 0 cancelled as named, 1 queued, 2 cancelled for a newer
+# ticket, 3 expired; nil when the proposal was requeued before.
+_PUTBACK = """
+local function putback(pool, holders, done, proposal, now, kept, where, cancelled)
+  local kept_tickets = redis.call('HGET', done, 'r:' .. proposal)
+  if not kept_tickets or kept_tickets == 'requeued' then return nil end
+  local tickets = unkeep(kept_tickets)
+  local names, members = {}, {}
+  for t = 1, #tickets do
+    local _, players = parse(tickets[t][2])
+    members[t] = players
+    for _, name in ipairs(players) do names[#names + 1] = name end
+  end
+  local held = chunked('HMGET', holders, names)
+  local out, back, holds, released, statuses, cleared, ids, k = {}, {}, {}, {}, {}, {}, {}, 0
+  for t = 1, #tickets do
+    local id, value, expiry = tickets[t][1], tickets[t][2], tickets[t][3]
+    local players, code = members[t], 1
+    ids[#ids + 1] = id
+    if cancelled(id, players) then
+      code = 0
+    elseif tonumber(expiry) <= now then
+      code = 3
+    else
+      for i = 1, #players do
+        local hold = held[k + i]
+        if hold and string.sub(hold, -33) ~= ' ' .. id then
+          local until_ = tonumber(string.match(hold, '^%S+'))
+          if until_ == 0 or until_ > now then code = 2 end
+        end
+      end
+    end
+    out[#out + 1] = code
+    local key = where[id]
+    if code == 1 then
+      back[#back + 1] = id
+      back[#back + 1] = value
+      for i = 1, #players do
+        holds[#holds + 1] = players[i]
+        holds[#holds + 1] = expiry .. ' ' .. id
+      end
+      cleared[key] = cleared[key] or {}
+      table.insert(cleared[key], id)
+    else
+      for i = 1, #players do
+        local hold = held[k + i]
+        if hold and string.sub(hold, -33) == ' ' .. id then released[#released + 1] = players[i] end
+      end
+      statuses[key] = statuses[key] or {}
+      table.insert(statuses[key], id)
+      table.insert(statuses[key], code == 3 and 'expired' or 'cancelled')
+    end
+    k = k + #players
+  end
+  if #back > 0 then
+    chunked('HSET', pool, back)
+    chunked('HSET', holders, holds)
+  end
+  if #released > 0 then chunked('HDEL', holders, released) end
+  for key, list in pairs(cleared) do chunked('HDEL', KEYS[key], list) end
+  for key, fields in pairs(statuses) do finish(KEYS[key], fields, kept) end
+  finish(done, {'r:' .. proposal, 'requeued'}, kept)
+  publish(ids)
+  return out
+end
+"""
+
+# A proposal's JSON starts with its id, then its state (ProposalOut's first fields), so a script
+# reads and rewrites the state at a known place, whatever the players are called. A proposal
+# an earlier release wrote has no state: it was accepted as formed.
+_STATE = """
+local function state_head(proposal)
+  return '{"proposal_id":"' .. proposal .. '","state":"'
+end
+local function state_of(body, proposal)
+  local head = state_head(proposal)
+  if string.sub(body, 1, #head) ~= head then return 'accepted' end
+  return string.match(body, '^(%a+)"', #head + 1)
+end
+local function set_state(done, proposal, state, kept)
+  local body = redis.call('HGET', done, proposal)
+  if not body then return end
+  local head, old = state_head(proposal), state_of(body, proposal)
+  if old == state or string.sub(body, 1, #head) ~= head then return end
+  finish(done, {proposal, head .. state .. string.sub(body, #head + #old + 1)}, kept)
+end
+"""
+
+_SETTLING = _CHUNKED + _FINISH + _PARSE + _KEPT + _PUBLISH + _PUTBACK + _STATE
+
+# KEYS: pool, holders, deadlines, the proposal's done hash, then the tickets' done hashes.
+# ARGV: the proposal's id, now, seconds to keep a status, the number of tickets to cancel,
+#       their ids, then per ticket of the proposal its id and the number of its done hash.
+# Undoes a proposal (_PUTBACK): the listed tickets are cancelled, the others go back. A proposal
+# so undone did not become a game: it reads as failed, and a pending ready check ends.
+# Returns _PUTBACK's codes; nothing when the proposal was requeued before.
 REQUEUE = (
-    _CHUNKED
-    + _FINISH
-    + _PARSE
-    + _KEPT
+    _SETTLING
     + """
-local pool, holders, done = KEYS[1], KEYS[2], KEYS[3]
+local pool, holders, deadlines, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local proposal, now, kept = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local kept_tickets = redis.call('HGET', done, 'r:' .. proposal)
-if not kept_tickets or kept_tickets == 'requeued' then return {} end
 local cancel, listed = {}, tonumber(ARGV[4])
 for i = 5, 4 + listed do cancel[ARGV[i]] = true end
 local where = {}
 for i = 5 + listed, #ARGV, 2 do where[ARGV[i]] = tonumber(ARGV[i + 1]) end
-local tickets = unkeep(kept_tickets)
-local names, members = {}, {}
-for t = 1, #tickets do
-  local _, players = parse(tickets[t][2])
-  members[t] = players
-  for _, name in ipairs(players) do names[#names + 1] = name end
-end
-local held = chunked('HMGET', holders, names)
-local out, back, holds, released, statuses, cleared, k = {}, {}, {}, {}, {}, {}, 0
-for t = 1, #tickets do
-  local id, value, expiry = tickets[t][1], tickets[t][2], tickets[t][3]
-  local players, code = members[t], 1
-  if cancel[id] then
-    code = 0
-  elseif tonumber(expiry) <= now then
-    code = 3
-  else
-    for i = 1, #players do
-      local hold = held[k + i]
-      if hold and string.sub(hold, -33) ~= ' ' .. id then
-        local until_ = tonumber(string.match(hold, '^%S+'))
-        if until_ == 0 or until_ > now then code = 2 end
-      end
-    end
-  end
-  out[#out + 1] = code
-  local key = where[id]
-  if code == 1 then
-    back[#back + 1] = id
-    back[#back + 1] = value
-    for i = 1, #players do
-      holds[#holds + 1] = players[i]
-      holds[#holds + 1] = expiry .. ' ' .. id
-    end
-    cleared[key] = cleared[key] or {}
-    table.insert(cleared[key], id)
-  else
-    for i = 1, #players do
-      local hold = held[k + i]
-      if hold and string.sub(hold, -33) == ' ' .. id then released[#released + 1] = players[i] end
-    end
-    statuses[key] = statuses[key] or {}
-    table.insert(statuses[key], id)
-    table.insert(statuses[key], code == 3 and 'expired' or 'cancelled')
-  end
-  k = k + #players
-end
-if #back > 0 then
-  chunked('HSET', pool, back)
-  chunked('HSET', holders, holds)
-end
-if #released > 0 then chunked('HDEL', holders, released) end
-for key, ids in pairs(cleared) do chunked('HDEL', KEYS[key], ids) end
-for key, fields in pairs(statuses) do finish(KEYS[key], fields, kept) end
-finish(done, {'r:' .. proposal, 'requeued'}, kept)
+local out = putback(pool, holders, done, proposal, now, kept, where, function(id) return cancel[id] end)
+if not out then return {} end
+set_state(done, proposal, 'failed', kept)
+redis.call('ZREM', deadlines, proposal)
 return out
+"""
+)
+
+# The ready check (docs/api.md). KEYS: pool, holders, deadlines, the proposal's done hash, then
+# its tickets' done hashes. ARGV: the proposal's id, now, seconds to keep a status, the answer
+# ("accepted", "declined", or "expired": the deadline's sweep), the number of players
+# answering, them, then per ticket of the proposal its id and the number of its done hash.
+# The check's record, "s:<proposal>", is {"answers": {player: answer}, "deadline": seconds}.
+# While the proposal is pending, answers are recorded; a decline, or the deadline passed, fails
+# it: the tickets of players who did not accept are cancelled and the others go back to the
+# pool (_PUTBACK) in this same step; once every player has accepted it is accepted, and the
+# players' holds become "0 <ticket>" (they may queue again). Each change of state publishes
+# the proposal's tickets, waking their long-polls on every instance. A settled proposal takes
+# the answer each player gave again (a proposal made without a ready check: "accepted").
+# Whichever instance's sweeper runs it first fails an expired proposal; the others find it
+# settled. Returns {state, record}, {"conflict", state, record, player} for an answer
+# that differs from the settled one, or {"unknown"}.
+SETTLE = (
+    _SETTLING
+    + """
+local pool, holders, deadlines, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local proposal, now, kept, answer = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local count = tonumber(ARGV[5])
+local where = {}
+for i = 6 + count, #ARGV, 2 do where[ARGV[i]] = tonumber(ARGV[i + 1]) end
+local body = redis.call('HGET', done, proposal)
+if not body then
+  redis.call('ZREM', deadlines, proposal)
+  return {'unknown'}
+end
+local state = state_of(body, proposal)
+local check = redis.call('HGET', done, 's:' .. proposal)
+if state == 'pending' and redis.call('HGET', done, 'r:' .. proposal) == 'requeued' then
+  -- Requeued by a release that knows no ready check: it did not become a game.
+  state = 'failed'
+  set_state(done, proposal, state, kept)
+  redis.call('ZREM', deadlines, proposal)
+end
+local record = check and cjson.decode(check) or {answers = {}, deadline = 0}
+local answers = record.answers
+if state ~= 'pending' then
+  if answer == 'expired' then
+    redis.call('ZREM', deadlines, proposal)
+  else
+    for i = 6, 5 + count do
+      local had = answers[ARGV[i]]
+      if not check then had = 'accepted' end
+      if had ~= answer then return {'conflict', state, check or '', ARGV[i]} end
+    end
+  end
+  return {state, check or ''}
+end
+if answer == 'expired' then
+  if record.deadline > now then return {state, check} end
+else
+  for i = 6, 5 + count do answers[ARGV[i]] = answer end
+end
+local everyone = true
+for _, team in ipairs(cjson.decode(body).teams) do
+  for _, name in ipairs(team) do
+    if answers[name] ~= 'accepted' then everyone = false end
+  end
+end
+local settled = 'pending'
+if answer ~= 'accepted' then
+  settled = 'failed'
+elseif everyone then
+  settled = 'accepted'
+end
+check = cjson.encode(record)
+finish(done, {'s:' .. proposal, check}, kept)
+if settled == 'pending' then return {settled, check} end
+redis.call('ZREM', deadlines, proposal)
+set_state(done, proposal, settled, kept)
+if settled == 'failed' then
+  local out = putback(pool, holders, done, proposal, now, kept, where, function(_, players)
+    for _, name in ipairs(players) do
+      if answers[name] ~= 'accepted' then return true end
+    end
+    return false
+  end)
+  return {settled, check}
+end
+local kept_tickets = redis.call('HGET', done, 'r:' .. proposal)
+if kept_tickets and kept_tickets ~= 'requeued' then
+  local ids, names, owner = {}, {}, {}
+  for _, ticket in ipairs(unkeep(kept_tickets)) do
+    local _, players = parse(ticket[2])
+    ids[#ids + 1] = ticket[1]
+    for _, name in ipairs(players) do
+      names[#names + 1] = name
+      owner[#names] = ticket[1]
+    end
+  end
+  local held = chunked('HMGET', holders, names)
+  local holds = {}
+  for i = 1, #names do
+    if held[i] and string.sub(held[i], -33) == ' ' .. owner[i] then
+      holds[#holds + 1] = names[i]
+      holds[#holds + 1] = '0 ' .. owner[i]
+    end
+  end
+  if #holds > 0 then chunked('HSET', holders, holds) end
+  publish(ids)
+end
+return {settled, check}
 """
 )
 
@@ -473,8 +628,8 @@ return 0
 # players of what a requeue of it would put back (the "r:" fields, record.kept's layout, read
 # by unkeep); such a ticket's expiry becomes 0, so a requeue reads it as expired and never
 # queues it again. Takes the player out of every ticket's avoid list (the "x:" fields,
-# extension.py: JSON; an emptied list goes). Statuses name no player. Returns how many fields
-# changed.
+# extension.py: JSON; an emptied list goes), and renames them in ready checks' answers (the
+# "s:" fields). Statuses name no player. Returns how many fields changed.
 ERASE_PLAYER = (
     _CHUNKED
     + _KEPT
@@ -505,6 +660,9 @@ for i = 1, #all, 2 do
           .. string.char(#expiry) .. expiry
       end
       value = table.concat(out)
+    elseif string.sub(field, 1, 2) == 's:' then
+      -- A ready check's answers: the player is a key, "<id>":.
+      value = string.gsub(value, pattern .. ':', replacement .. ':')
     elseif string.sub(field, 1, 2) == 'x:' then
       local extension = cjson.decode(value)
       local kept_ids = {{}}

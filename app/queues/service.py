@@ -7,19 +7,29 @@ import contextlib
 import datetime as dt
 import time
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import metrics
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.infra.redis_client import RedisClient
+from app.matchmaking import waits
 from app.matchmaking.proposals import MatchShape, canonical_attributes, form_matches
 from app.modes import service as modes
+from app.modes.schemas import QUEUE_DEFAULTS
 from app.players import repository as players
+from app.queues import record
+from app.queues.record import HeaderField
 from app.queues.schemas import (
     AVOID_PER_PLAYER,
+    AnswerIn,
     MatchmakeOut,
+    ProposalDetail,
     ProposalOut,
+    ProposalState,
     QueueStats,
+    RegionWaiting,
     RequeuedTicket,
     RequeueIn,
     RequeueOut,
@@ -29,19 +39,33 @@ from app.queues.schemas import (
     TicketIn,
     TicketOut,
     TicketOutcome,
+    WindowStats,
     to_json,
 )
-from app.queues.store import NewTicket, ProposalClaim, QueueStore, TicketState, new_ids
+from app.queues.schemas import (
+    QueueStatistics as QueueStatisticsOut,
+)
+from app.queues.statistics import ESTIMATE_REFRESH_S, WAITING_STALE_S, QueueStatistics, pool_regions
+from app.queues.store import NewTicket, ProposalClaim, QueueStore, TicketState, Waiting, new_ids
 from app.queues.watch import TicketWatch
+
+FloatArray = npt.NDArray[np.float64]
+# When each mode's wait estimates were last rebuilt by this process (statistics.py).
+_estimated_at: dict[str, float] = {}
+
+# The retention a read without the mode's rules at hand keeps statuses for (store.py).
+DEFAULT_TTL = QUEUE_DEFAULTS["ticket_ttl_seconds"]
 
 
 async def create_ticket(
     session: AsyncSession, redis: RedisClient, mode: str, body: TicketIn
 ) -> TicketCreated:
-    """Queue one ticket; 409 if one of its players already holds an active ticket."""
+    """Queue one ticket; 409 if one of its players already holds an active ticket (queued, or
+    in a pending proposal: the message names it)."""
     (ticket,), (clash,), now = await _enqueue(session, redis, mode, [body], ["body"])
     if clash:
-        raise Conflict(_held(ticket, clash, mode))
+        (message,) = await _held(redis, mode, [(ticket, clash)], now)
+        raise Conflict(message)
     return TicketCreated(
         ticket_id=ticket.ticket_id, status="queued", created_at=dt.datetime.fromtimestamp(now, dt.UTC)
     )
@@ -54,13 +78,16 @@ async def create_tickets(session: AsyncSession, redis: RedisClient, mode: str, b
     # Built unvalidated (model_construct): every value is ours, and validating a thousand
     # outcomes would cost more than queueing them.
     created = dt.datetime.fromtimestamp(now, dt.UTC)
+    messages = iter(
+        await _held(redis, mode, [(t, c) for t, c in zip(tickets, clashes, strict=True) if c], now)
+    )
     outcomes = [
         TicketOutcome.model_construct(
             ticket_id=ticket.ticket_id, status="queued", created_at=created, detail=None
         )
         if clash == 0
         else TicketOutcome.model_construct(
-            ticket_id=None, status="rejected", created_at=None, detail=_held(ticket, clash, mode)
+            ticket_id=None, status="rejected", created_at=None, detail=next(messages)
         )
         for ticket, clash in zip(tickets, clashes, strict=True)
     ]
@@ -93,7 +120,13 @@ async def _enqueue(
         )
         for ticket_id, ticket in zip(new_ids(len(tickets), now), tickets, strict=True)
     ]
-    clashes = await QueueStore(redis, mode).enqueue(queued, now, rules.ticket_ttl)
+    store = QueueStore(redis, mode)
+    if rules.accept_timeout is not None:
+        await store.sweep_deadlines(now, rules.ticket_ttl)  # a failed check may free some players
+    clashes = await store.enqueue(queued, now, rules.ticket_ttl)
+    arrived = [ticket for ticket, clash in zip(queued, clashes, strict=True) if clash == 0]
+    if arrived:
+        await QueueStatistics(redis, mode).arrived(arrived, rules.env.beta)
     return queued, clashes, now
 
 
@@ -144,42 +177,94 @@ def _check_ticket(ticket: TicketIn, shape: MatchShape, loc: list[str | int]) -> 
         refuse(f"at most {AVOID_PER_PLAYER} ids per player of the ticket may be avoided", "avoid")
 
 
-def _held(ticket: NewTicket, clash: int, mode: str) -> str:
-    return f"player {ticket.players[clash - 1]!r} already holds an active ticket in {mode!r}"
+async def _held(redis: RedisClient, mode: str, clashes: list[tuple[NewTicket, int]], now: float) -> list[str]:
+    """Why each ticket was refused: its player holds a queued ticket, or is in a pending
+    proposal (named). Three round trips at most, whatever the number of refusals."""
+    if not clashes:
+        return []
+    store = QueueStore(redis, mode)
+    players = [ticket.players[clash - 1] for ticket, clash in clashes]
+    held = await store.holders_of(players)
+    ticket_ids = sorted(set(held.values()))
+    states = dict(zip(ticket_ids, await store.finished(ticket_ids), strict=True))
+    messages = []
+    for player in players:
+        state = states.get(held.get(player, ""))
+        proposal = _proposal(state.match) if state is not None and state.match else None
+        if proposal is not None and proposal.state == "pending":
+            messages.append(
+                f"player {player!r} is in pending proposal {proposal.proposal_id!r} in {mode!r}: "
+                "they may queue again once it is declined, failed or accepted"
+            )
+        else:
+            messages.append(f"player {player!r} already holds an active ticket in {mode!r}")
+    return messages
 
 
 async def get_ticket(redis: RedisClient, mode: str, ticket_id: str) -> bytes:
     """The JSON of TicketOut."""
-    ticket = await QueueStore(redis, mode).ticket(ticket_id, time.time())
+    return await _ticket_json(
+        redis, mode, ticket_id, await _read_ticket(QueueStore(redis, mode), mode, ticket_id)
+    )
+
+
+async def _read_ticket(store: QueueStore, mode: str, ticket_id: str) -> TicketState:
+    """The ticket's state; a proposal of it whose ready check is overdue fails first (any
+    queue call sweeps, not only the instances' background sweep)."""
+    now = time.time()
+    ticket = await store.ticket(ticket_id, now)
     if ticket is None:
         raise NotFound(f"no ticket {ticket_id!r} in {mode!r}")
-    return _ticket_json(ticket_id, ticket)
+    proposal = _proposal(ticket.match) if ticket.match else None
+    if proposal is not None and _overdue(proposal, now):
+        rules = modes.cached(mode)
+        await store.sweep_deadlines(now, rules.ticket_ttl if rules else DEFAULT_TTL)
+        ticket = await store.ticket(ticket_id, now) or ticket
+    return ticket
+
+
+def _overdue(proposal: ProposalOut, now: float) -> bool:
+    """A pending proposal whose ready check's deadline has passed (a sweep fails it)."""
+    return (
+        proposal.state == "pending" and proposal.deadline is not None and proposal.deadline.timestamp() <= now
+    )
+
+
+def _phase(ticket: TicketState) -> str:
+    """What a long-poll waits to see change: queued, pending (in a proposal whose ready check
+    runs) or settled (anything else: matched and accepted, cancelled, expired)."""
+    if ticket.status == "queued":
+        return "queued"
+    if ticket.status == "matched" and ticket.match and _proposal(ticket.match).state == "pending":
+        return "pending"
+    return "settled"
 
 
 async def wait_for_ticket(
     redis: RedisClient, watch: TicketWatch, mode: str, ticket_id: str, seconds: float
 ) -> bytes:
-    """The ticket (the JSON of TicketOut) as soon as it leaves `queued`, or as it is after
-    `seconds`."""
+    """The ticket (the JSON of TicketOut) as soon as its phase (_phase) moves on from the one
+    it had when the poll started, at once if that is settled, or as it is after `seconds`."""
     store = QueueStore(redis, mode)
     deadline = time.monotonic() + seconds
+    started: str | None = None
     while True:
         # Registered before the read: an event after the read wakes this poll (watch.py).
         with watch.watching(ticket_id) as woken:
             remaining = deadline - time.monotonic()
             live = remaining > 0 and await watch.subscribed(remaining)
             async with watch.readers:
-                ticket = await store.ticket(ticket_id, time.time())
-            if ticket is None:
-                raise NotFound(f"no ticket {ticket_id!r} in {mode!r}")
+                ticket = await _read_ticket(store, mode, ticket_id)
+            phase = _phase(ticket)
+            started = started or phase
             remaining = deadline - time.monotonic()
-            if ticket.status != "queued" or not live or remaining <= 0:
-                return _ticket_json(ticket_id, ticket)
+            if phase == "settled" or phase != started or not live or remaining <= 0:
+                return await _ticket_json(redis, mode, ticket_id, ticket)
             with contextlib.suppress(TimeoutError):
                 # Woken with the ticket's new state, read for all the polls an event woke.
                 state = await asyncio.wait_for(woken, remaining)
-                if state is not None and state.status != "queued":
-                    return _ticket_json(ticket_id, state)
+                if state is not None and _phase(state) not in (started, "queued"):
+                    return await _ticket_json(redis, mode, ticket_id, state)
 
 
 async def player_ticket(redis: RedisClient, mode: str, player: str) -> TicketOut:
@@ -187,17 +272,32 @@ async def player_ticket(redis: RedisClient, mode: str, player: str) -> TicketOut
     found = await QueueStore(redis, mode).player_ticket(player, time.time())
     if found is None:
         raise NotFound(f"player {player!r} holds no active ticket in {mode!r}")
-    return _ticket_out(*found)
+    return await _ticket_view(redis, mode, *found)
 
 
-def _ticket_json(ticket_id: str, ticket: TicketState) -> bytes:
-    return to_json(_ticket_out(ticket_id, ticket))
+async def _ticket_json(redis: RedisClient, mode: str, ticket_id: str, ticket: TicketState) -> bytes:
+    return to_json(await _ticket_view(redis, mode, ticket_id, ticket))
 
 
-def _ticket_out(ticket_id: str, ticket: TicketState) -> TicketOut:
-    """The proposal is kept as ProposalOut's JSON (_render): read back through the schema."""
-    match = ProposalOut.model_validate_json(ticket.match) if ticket.match else None
-    return TicketOut.model_validate({"ticket_id": ticket_id, "status": ticket.status, "match": match})
+async def _ticket_view(redis: RedisClient, mode: str, ticket_id: str, ticket: TicketState) -> TicketOut:
+    """The ticket as TicketOut; a queued one with its wait estimate (statistics.py)."""
+    estimate = None
+    if ticket.status == "queued" and ticket.pooled is not None:
+        waited = time.time() - record.field_of(ticket.pooled, HeaderField.ENQUEUED_AT)
+        estimate = await QueueStatistics(redis, mode).estimate(ticket.pooled, waited, time.time())
+    return _ticket_out(ticket_id, ticket, estimate)
+
+
+def _proposal(body: str) -> ProposalOut:
+    """A proposal as kept (ProposalOut's JSON, matchmake's render), read back through the schema."""
+    return ProposalOut.model_validate_json(body)
+
+
+def _ticket_out(ticket_id: str, ticket: TicketState, estimate: float | None = None) -> TicketOut:
+    match = _proposal(ticket.match) if ticket.match else None
+    return TicketOut.model_validate(
+        {"ticket_id": ticket_id, "status": ticket.status, "match": match, "estimated_wait_s": estimate}
+    )
 
 
 async def requeue(
@@ -227,6 +327,92 @@ async def requeue(
     )
 
 
+async def get_proposal(
+    session: AsyncSession, redis: RedisClient, mode: str, proposal_id: str
+) -> ProposalDetail:
+    """A proposal with its players' answers so far (an overdue ready check fails first)."""
+    rules = await modes.resolve(session, mode)
+    store = QueueStore(redis, mode)
+    proposal = await _find_proposal(store, mode, proposal_id)
+    if _overdue(proposal, time.time()):
+        await store.sweep_deadlines(time.time(), rules.ticket_ttl)
+        proposal = await _find_proposal(store, mode, proposal_id)
+    return _detail(proposal, await store.answers(proposal_id))
+
+
+async def answer_proposal(
+    session: AsyncSession, redis: RedisClient, mode: str, proposal_id: str, body: AnswerIn, answer: str
+) -> ProposalDetail:
+    """Accept or decline a proposal for the listed players (SETTLE: a decline fails it at once,
+    the last acceptance accepts it). The same answer again is 200; an answer that differs from
+    the one a settled proposal holds is a 409."""
+    rules = await modes.resolve(session, mode)
+    store = QueueStore(redis, mode)
+    proposal = await _find_proposal(store, mode, proposal_id)
+    members = {player for team in proposal.teams for player in team}
+    for position, player in enumerate(body.players):
+        if player not in members:
+            message = f"player {player!r} is not in proposal {proposal_id!r}"
+            raise ValidationFailed(message, errors=[{"loc": ["body", "players", position], "msg": message}])
+    now = time.time()
+    if rules.accept_timeout is not None:
+        await store.sweep_deadlines(now, rules.ticket_ttl)  # a late answer meets a failed proposal
+    settled = await store.settle(
+        proposal_id, proposal.ticket_ids, answer, body.players, now, rules.ticket_ttl
+    )
+    if settled is None:
+        raise NotFound(f"no proposal {proposal_id!r} in {mode!r}")
+    if settled.conflict is not None:
+        player = settled.conflict
+        # Without a ready check (no deadline) every player accepted as the proposal formed.
+        given = settled.answers.get(player) or ("accepted" if proposal.deadline is None else None)
+        said = f"{given} it" if given else "had not answered"
+        raise Conflict(f"proposal {proposal_id!r} has settled ({settled.state}): player {player!r} {said}")
+    return _detail(proposal.model_copy(update={"state": settled.state}), settled.answers)
+
+
+async def _find_proposal(store: QueueStore, mode: str, proposal_id: str) -> ProposalOut:
+    found = await store.proposal(proposal_id)
+    if found is None:
+        raise NotFound(f"no proposal {proposal_id!r} in {mode!r}")
+    return _proposal(found)
+
+
+def _detail(proposal: ProposalOut, answers: dict[str, str]) -> ProposalDetail:
+    return ProposalDetail.model_validate(
+        {
+            **proposal.model_dump(),
+            "answers": {player: answers.get(player) for team in proposal.teams for player in team},
+        }
+    )
+
+
+async def sweep_deadlines(session: AsyncSession, redis: RedisClient, every_mode: bool = True) -> int:
+    """Fail the overdue ready checks of the modes that run one, or with `every_mode` of every
+    mode (a check turned off leaves its pending proposals to this). Each instance's background
+    task calls this, so a deadline passes with no client call, whichever instance formed the
+    proposal. How many proposals failed."""
+    now = time.time()
+    listed = [
+        mode
+        for mode in await modes.list_modes(session)
+        if every_mode or (mode.settings or {}).get("accept_timeout_s") is not None
+    ]
+    names = [mode.name for mode in listed]
+    if not names:
+        return 0
+    async with redis.pipeline(transaction=False) as pipe:
+        for name in names:
+            pipe.zrangebyscore(QueueStore(redis, name).keys.deadlines, "-inf", now, start=0, num=1)
+        # On a cluster with a master down, its modes wait; the others are swept.
+        due = await pipe.execute(raise_on_error=False)
+    failed = 0
+    for mode, overdue in zip(listed, due, strict=True):
+        if overdue and not isinstance(overdue, Exception):
+            failed += await QueueStore(redis, mode.name).sweep_deadlines(now, modes.rules_of(mode).ticket_ttl)
+    return failed
+
+
 async def cancel_ticket(session: AsyncSession, redis: RedisClient, mode: str, ticket_id: str) -> None:
     rules = await modes.resolve(session, mode)
     outcome = await QueueStore(redis, mode).cancel(ticket_id, rules.ticket_ttl)
@@ -241,6 +427,8 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     rules = await modes.resolve(session, mode)
     store = QueueStore(redis, mode)
     now = time.time()
+    if rules.accept_timeout is not None:
+        await store.sweep_deadlines(now, rules.ticket_ttl)
     waiting = await store.waiting(now, rules.ticket_ttl)
     # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
     matches = await asyncio.to_thread(
@@ -257,6 +445,10 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
         for match in matches
     ]
     claimed_at = time.time()
+    # Under a ready check every proposal of the call is pending until the same deadline.
+    deadline = None if rules.accept_timeout is None else claimed_at + rules.accept_timeout
+    state: ProposalState = "accepted" if deadline is None else "pending"
+    deadline_at = None if deadline is None else dt.datetime.fromtimestamp(deadline, dt.UTC)
     proposals: dict[str, ProposalOut] = {}
 
     def render(
@@ -268,6 +460,8 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     ) -> bytes:
         proposal = proposals[proposal_id] = ProposalOut.model_construct(
             proposal_id=proposal_id,
+            state=state,
+            deadline=deadline_at,
             teams=teams,
             ticket_ids=ticket_ids,
             quality=float(claim.quality),
@@ -279,11 +473,98 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
 
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).
-    won = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl, render)
-    metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), [matches[index].quality for index, _ in won])
+    won = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl, render, deadline)
+    qualities = [matches[index].quality for index, _ in won]
+    metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), qualities)
     rows = [row for index, _ in won for row in matches[index].rows]
-    metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), claimed_at - now + waiting.pool.waited[rows])
+    waited = claimed_at - now + waiting.pool.waited[rows]
+    metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), waited)
+    players = rules.shape.teams * rules.shape.team_size
+    await _count(redis, mode, rules.env.beta, players, waiting, rows, qualities, waited, (now, claimed_at))
     return to_json(MatchmakeOut.model_construct(matches=[proposals[proposal_id] for _, proposal_id in won]))
+
+
+async def _count(
+    redis: RedisClient,
+    mode: str,
+    beta: float,
+    players: int,
+    waiting: Waiting,
+    rows: list[int],
+    qualities: list[float],
+    waited: FloatArray,
+    times: tuple[float, float],
+) -> None:
+    """Count a matchmaking call for the statistics (statistics.py): its matches, the waits of
+    their tickets by class, and the tickets left waiting; and rebuild the wait estimates when
+    they are due."""
+    statistics = QueueStatistics(redis, mode)
+    pool = waiting.pool
+    regions = pool_regions(pool, waiting.values)
+    names, codes = regions
+    bands = waits.skill_bands(pool.mu[rows], pool.size[rows], beta).tolist()
+    uncertain = waits.uncertainty_bands(pool.var[rows], pool.size[rows], beta).tolist()
+    classes = [
+        waits.ticket_class(band, uncertainty, names[code])
+        for band, uncertainty, code in zip(bands, uncertain, codes[rows].tolist(), strict=True)
+    ]
+    started, now = times
+    await statistics.record(now, qualities, waited, classes)
+    left = np.ones(len(pool), dtype=np.bool_)
+    left[rows] = False
+    await statistics.count_waiting(pool, regions, left, now)
+    # Who is left, per skill band and region, for the estimates of the tickets queued next.
+    # (Counted with one bincount over band and region folded into one number: no sort.)
+    bands = waits.skill_bands(pool.mu[left], pool.size[left], beta)
+    lowest = int(bands.min()) if len(bands) else 0
+    folded = (bands - lowest) * len(names) + codes[left]
+    counts = np.bincount(folded, weights=pool.size[left]) if len(folded) else np.zeros(0)
+    by_band = {
+        waits.band_region(int(kind) // len(names) + lowest, names[int(kind) % len(names)]): int(counts[kind])
+        for kind in np.flatnonzero(counts).tolist()
+    }
+    await statistics.pulse(started, now, players, by_band)
+    if now - _estimated_at.get(mode, 0.0) >= ESTIMATE_REFRESH_S:
+        _estimated_at[mode] = now
+        await statistics.refresh_estimates(now, beta)
+
+
+async def queue_statistics(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStatisticsOut:
+    """The queue's statistics: who waits, by region, and its recent matches' waits and
+    qualities over the last 1, 5 and 15 minutes. The waiting counts are those of the latest
+    matchmaking call (counted from the pool when there is none from the last few seconds)."""
+    rules = await modes.resolve(session, mode)
+    statistics = QueueStatistics(redis, mode)
+    now = time.time()
+    counted = await statistics.waiting()
+    if counted is None or now - counted.counted_at > WAITING_STALE_S:
+        waiting = await QueueStore(redis, mode).waiting(now, rules.ticket_ttl)
+        left = np.ones(len(waiting.pool), dtype=np.bool_)
+        counted = await statistics.count_waiting(
+            waiting.pool, pool_regions(waiting.pool, waiting.values), left, now
+        )
+    windows = await statistics.windows(now)
+    regions = sorted(counted.by_region.items(), key=lambda item: (item[0] is None, item[0] or ""))
+    return QueueStatisticsOut(
+        tickets=sum(t for t, _ in counted.by_region.values()),
+        players=sum(p for _, p in counted.by_region.values()),
+        counted_at=dt.datetime.fromtimestamp(counted.counted_at, dt.UTC),
+        regions=[RegionWaiting(region=name, tickets=t, players=p) for name, (t, p) in regions],
+        windows=[
+            WindowStats(
+                minutes=window.minutes,
+                matches=window.matches,
+                tickets_matched=window.tickets,
+                wait_p50_s=waits.percentile(window.waits, 0.5, wait=True),
+                wait_p90_s=waits.percentile(window.waits, 0.9, wait=True),
+                wait_p99_s=waits.percentile(window.waits, 0.99, wait=True),
+                quality_p10=waits.percentile(window.qualities, 0.1, wait=False),
+                quality_p50=waits.percentile(window.qualities, 0.5, wait=False),
+                quality_p90=waits.percentile(window.qualities, 0.9, wait=False),
+            )
+            for window in windows
+        ],
+    )
 
 
 async def stats(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStats:

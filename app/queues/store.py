@@ -11,11 +11,15 @@ serve one queue side by side through a rolling deploy: what a ticket says beyond
     mm:v4:{mode}:pool         hash: waiting ticket -> its value (below)
     mm:v4:{mode}:holders      hash: player -> "<expires_at> <ticket>", the player's active ticket,
                               or "0 <ticket>" once that ticket is matched (the player may queue
-                              again, and a lookup still finds the match)
+                              again, and a lookup still finds the match); under a ready check,
+                              "<deadline> <ticket>" while the proposal is pending (active until
+                              then, as a queued ticket's hold is until its expiry)
     mm:v4:{mode}:done:<min>   hash: a finished ticket -> its status ("matched <proposal>",
                               "cancelled" or "expired"), a claimed proposal -> its JSON,
-                              "r:<proposal>" -> what requeueing it needs (or "requeued"), and
+                              "r:<proposal>" -> what requeueing it needs (or "requeued"),
+                              "s:<proposal>" -> its ready check's answers and deadline, and
                               "x:<ticket>" -> a ticket's extension, written when it is queued
+    mm:v4:{mode}:deadlines    sorted set: pending proposal -> its ready check's deadline
     mm:v4:{mode}:events       pub/sub channel: the ids of tickets that left the pool (matched,
                               cancelled, expired), 32 hex digits each, run together
 
@@ -55,10 +59,11 @@ it touches.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -70,7 +75,17 @@ from app.matchmaking.latency import Latencies
 from app.matchmaking.pool import Pool, attribute_group
 from app.queues import extension, record
 from app.queues.record import HEADER_BYTES, HEADER_DOUBLES, HeaderField
-from app.queues.scripts import CANCEL, CLAIM, ENQUEUE, ERASE_PLAYER, EXPIRE, FORGET_HOLD, REQUEUE, run
+from app.queues.scripts import (
+    CANCEL,
+    CLAIM,
+    ENQUEUE,
+    ERASE_PLAYER,
+    EXPIRE,
+    FORGET_HOLD,
+    REQUEUE,
+    SETTLE,
+    run,
+)
 
 # Expired tickets swept per read of the pool; any more wait for the next read.
 SWEEP_BATCH = 1000
@@ -105,6 +120,11 @@ class Keys:
         return f"{self.prefix}holders"
 
     @property
+    def deadlines(self) -> str:
+        """Pending proposals by their ready check's deadline (every instance sweeps it)."""
+        return f"{self.prefix}deadlines"
+
+    @property
     def events(self) -> str:
         """The channel the scripts publish the ids of tickets leaving the pool on."""
         return f"{self.prefix}events"
@@ -130,6 +150,7 @@ class NewTicket(NamedTuple):
 class TicketState:
     status: str  # queued, matched, cancelled or expired
     match: str | None  # the proposal's JSON, once matched
+    pooled: bytes | None = field(default=None, compare=False, repr=False)  # a waiting ticket's value
 
 
 # Writes a proposal's JSON from its id, what was claimed, its ticket ids, its teams' players and,
@@ -138,6 +159,19 @@ Render = Callable[[str, "ProposalClaim", list[str], list[list[str]], dict[str, s
 
 # What requeueing a proposal did to each of its tickets (the REQUEUE script's codes).
 REQUEUED = {0: "cancelled", 1: "queued", 2: "cancelled", 3: "expired"}
+
+
+# How many overdue proposals one sweep fails; any more wait for the next.
+SWEEP_PROPOSALS = 100
+
+
+class Settled(NamedTuple):
+    """A ready check's answer (SETTLE): the proposal's state, its players' answers, and for an
+    answer that differs from a settled proposal's, the first player who gave it."""
+
+    state: str  # pending, accepted or failed
+    answers: dict[str, str]
+    conflict: str | None = None
 
 
 class ProposalClaim(NamedTuple):
@@ -225,7 +259,7 @@ class QueueStore:
         value: Any = await self.redis.hget(self.keys.pool, ticket_id)
         if value is not None:
             expires_at = record.field_of(value, HeaderField.EXPIRES_AT)
-            return TicketState("queued" if expires_at > now else "expired", None)
+            return TicketState("queued" if expires_at > now else "expired", None, value)
         status = await self.redis.hget(self.keys.done(ticket_id), ticket_id)
         if status is None:
             return None
@@ -321,14 +355,21 @@ class QueueStore:
         return Waiting(pool, live_values, headers[:, HeaderField.EXPIRES_AT].tolist())
 
     async def claim(
-        self, waiting: Waiting, claims: Sequence[ProposalClaim], now: float, ttl: float, render: Render
+        self,
+        waiting: Waiting,
+        claims: Sequence[ProposalClaim],
+        now: float,
+        ttl: float,
+        render: Render,
+        deadline: float | None = None,
     ) -> list[tuple[int, str]]:
         """Claim each proposal whose tickets all still wait, unexpired, with equal attributes:
         the index and the id of each claimed. `render` writes a proposal's JSON, which is kept
-        here for the lookups of its tickets (the API's shape: this store only keeps it)."""
+        here for the lookups of its tickets (the API's shape: this store only keeps it). With a
+        `deadline`, each proposal's ready check runs until then (SETTLE settles it)."""
         ids, sizes = waiting.pool.ids, waiting.pool.size.tolist()
         proposal_ids = new_ids(len(claims), now)
-        keys = [self.keys.pool, self.keys.holders]
+        keys = [self.keys.pool, self.keys.holders, self.keys.deadlines]
         key_of: dict[str, int] = {}  # an id's second (its first 8 digits) -> its done hash in KEYS
 
         def key_number(some_id: str) -> int:
@@ -342,8 +383,8 @@ class QueueStore:
             return number
 
         if claims:
-            key_number(proposal_ids[0])  # KEYS[3]: the proposals' hash (all made this second)
-        args: list[str | bytes | int] = [_kept(ttl)]
+            key_number(proposal_ids[0])  # KEYS[4]: the proposals' hash (all made this second)
+        args: list[str | bytes | int] = [_kept(ttl), "0" if deadline is None else repr(deadline)]
         tried: list[tuple[int, str]] = []
         expires_at, values = waiting.expires_at, waiting.values
         for index, (claim, proposal_id) in enumerate(zip(claims, proposal_ids, strict=True)):
@@ -399,17 +440,79 @@ class QueueStore:
         to the pool with their original values (their enqueue time kept). Per ticket, in
         `ticket_ids` order: "queued", "cancelled" (listed, or a player holds a newer ticket)
         or "expired" (past its TTL). None if the proposal was requeued already."""
-        keys = [self.keys.pool, self.keys.holders, self.keys.done(proposal_id)]
-        args: list[str | int] = [proposal_id, repr(now), _kept(ttl), len(cancel), *cancel]
-        for ticket_id in ticket_ids:
-            key = self.keys.done(ticket_id)
-            if key not in keys:
-                keys.append(key)
-            args += [ticket_id, keys.index(key) + 1]
+        keys, where = self._proposal_keys(proposal_id, ticket_ids)
+        args: list[str | int] = [proposal_id, repr(now), _kept(ttl), len(cancel), *cancel, *where]
         outcome = await run(self.redis, REQUEUE, keys, args)
         if not outcome:
             return None
         return [REQUEUED[int(code)] for code in outcome]
+
+    def _proposal_keys(
+        self, proposal_id: str, ticket_ids: Sequence[str]
+    ) -> tuple[list[str], list[str | int]]:
+        """KEYS of a script that settles a proposal (pool, holders, deadlines, its done hash,
+        its tickets' done hashes) and, per ticket, its id and its done hash's number there."""
+        keys = [self.keys.pool, self.keys.holders, self.keys.deadlines, self.keys.done(proposal_id)]
+        where: list[str | int] = []
+        for ticket_id in ticket_ids:
+            key = self.keys.done(ticket_id)
+            if key not in keys:
+                keys.append(key)
+            where += [ticket_id, keys.index(key) + 1]
+        return keys, where
+
+    async def settle(
+        self,
+        proposal_id: str,
+        ticket_ids: Sequence[str],
+        answer: str,
+        players: Sequence[str],
+        now: float,
+        ttl: float,
+    ) -> Settled | None:
+        """Record the players' answer ("accepted" or "declined") to the proposal's ready check,
+        or with "expired" fail it if its deadline has passed (SETTLE says what follows). None
+        if the queue does not know the proposal."""
+        keys, where = self._proposal_keys(proposal_id, ticket_ids)
+        args: list[str | int] = [proposal_id, repr(now), _kept(ttl), answer, len(players), *players, *where]
+        reply = [_text(part) for part in await run(self.redis, SETTLE, keys, args)]
+        if reply[0] == "unknown":
+            return None
+        if reply[0] == "conflict":
+            return Settled(reply[1], _answers(reply[2]), reply[3])
+        return Settled(reply[0], _answers(reply[1]))
+
+    async def answers(self, proposal_id: str) -> dict[str, str]:
+        """The answers given so far to the proposal's ready check (none without one)."""
+        return _answers(await self.redis.hget(self.keys.done(proposal_id), "s:" + proposal_id))
+
+    async def sweep_deadlines(self, now: float, ttl: float) -> int:
+        """Fail the pending proposals whose ready check's deadline has passed (SETTLE with
+        "expired": should several instances sweep at once, one fails each proposal, the others
+        find it settled). How many this call failed."""
+        due = [
+            _text(some_id)
+            for some_id in await self.redis.zrangebyscore(
+                self.keys.deadlines, "-inf", now, start=0, num=SWEEP_PROPOSALS
+            )
+        ]
+        if not due:
+            return 0
+        failed = 0
+        for proposal_id, body in zip(due, await self._read_done(due), strict=True):
+            ticket_ids = json.loads(body)["ticket_ids"] if body is not None else []
+            settled = await self.settle(proposal_id, ticket_ids, "expired", [], now, ttl)
+            failed += settled is not None and settled.state == "failed"
+        return failed
+
+    async def holders_of(self, players: Sequence[str]) -> dict[str, str]:
+        """The ticket each of these players holds (whatever its state), by player."""
+        held = await self.redis.hmget(self.keys.holders, list(players))
+        return {
+            player: _text(hold).partition(" ")[2]
+            for player, hold in zip(players, held, strict=True)
+            if hold is not None
+        }
 
     async def cancel(self, ticket_id: str, ttl: float) -> int:
         """-1 unknown, 1 cancelled (or already finished), 2 already matched."""
@@ -448,8 +551,12 @@ class QueueStore:
         # What is left is a matched ticket's hold, a lapsed one, or that of a ticket queued since
         # the pool was read (the player's next life: it stays).
         held = await self.redis.hget(self.keys.holders, player)
-        if held is not None and float(_text(held).partition(" ")[0]) <= now:
-            await run(self.redis, FORGET_HOLD, [self.keys.holders], [player, held])
+        if held is not None:
+            expires_at, _, ticket_id = _text(held).partition(" ")
+            # A hold under a pending ready check counts until its deadline, yet names a match.
+            state = await self.ticket(ticket_id, now) if float(expires_at) > now else None
+            if float(expires_at) <= now or (state is not None and state.status == "matched"):
+                await run(self.redis, FORGET_HOLD, [self.keys.holders], [player, held])
         async for key in self.redis.scan_iter(match=f"{self.keys.prefix}done:*", count=1000):
             touched += int(
                 await run(self.redis, ERASE_PLAYER, [_text(key)], [quoted.decode(), f'"{pseudonym}"'])
@@ -551,6 +658,14 @@ def _latencies(values: list[bytes], players: Any, counts: Any) -> Latencies | No
         block = np.frombuffer(b"".join(doubles), dtype="<f8").reshape(len(rows), len(columns))
         ms[np.ix_(rows, columns)] = block
     return Latencies([name.decode() for name in regions], ms, located_rows)
+
+
+def _answers(record: Any) -> dict[str, str]:
+    """The answers of a ready check's record ("s:<proposal>", SETTLE)."""
+    if not record:
+        return {}
+    found: dict[str, str] = json.loads(record)["answers"] or {}
+    return found
 
 
 def _kept(ttl: float) -> int:

@@ -76,10 +76,18 @@ MODE_KEYS = frozenset(
         "max_latency_relaxed_ms",
     }
 )
-# Mode settings of queue features the loop does not model yet, refused by name (none today). A
-# field the service gains that is in neither set would be sent to a live service but ignored by
-# the virtual clock; tests/simulation/test_reading.py fails until it is modelled or listed here.
-MODE_NOT_YET: dict[str, str] = {}
+# Mode settings of queue features the loop does not model yet, refused by name. A field the
+# service gains that is in neither set would be sent to a live service but ignored by the
+# virtual clock; tests/simulation/test_reading.py fails until it is modelled or listed here.
+MODE_NOT_YET: dict[str, str] = {
+    "accept_timeout_s": "the ready check (issue 38) is not modelled by the simulator yet",
+    "drift_per_day": "skill drift with time away (issue 39) is not modelled by the simulator yet",
+    "placement_matches": "placements (issue 39) are not modelled by the simulator yet",
+    "tiers": "tiers (issue 39) are not modelled by the simulator yet",
+    "demotion_margin": "tiers (issue 39) are not modelled by the simulator yet",
+    "display_scale": "the displayed rating's scale (issue 39) is not modelled by the simulator yet",
+    "display_offset": "the displayed rating's scale (issue 39) is not modelled by the simulator yet",
+}
 # The service's defaults for a new mode (its table's defaults; beta and tau from sigma as
 # app.modes.service.put_mode sets them, seed 000 §4.2).
 MODE_DEFAULTS: dict[str, Any] = {

@@ -66,6 +66,18 @@ MODE_BOUND: dict[str, Callable[[str], Request]] = {
     "matchmake": lambda m: ("POST", f"/v1/queues/{m}/matchmake", {}),
     "requeue_proposal": lambda m: ("POST", f"/v1/queues/{m}/proposals/no-such-proposal/requeue", {}),
     "queue_stats": lambda m: ("GET", f"/v1/queues/{m}", None),
+    "queue_statistics": lambda m: ("GET", f"/v1/queues/{m}/stats", None),
+    "get_proposal": lambda m: ("GET", f"/v1/queues/{m}/proposals/no-such-proposal", None),
+    "accept_proposal": lambda m: (
+        "POST",
+        f"/v1/queues/{m}/proposals/no-such-proposal/accept",
+        {"players": ["pa"]},
+    ),
+    "decline_proposal": lambda m: (
+        "POST",
+        f"/v1/queues/{m}/proposals/no-such-proposal/decline",
+        {"players": ["pa"]},
+    ),
     "get_leaderboard": lambda m: ("GET", f"/v1/leaderboards/{m}", None),
     "get_leaderboard_standing": lambda m: ("GET", f"/v1/leaderboards/{m}/players/pa", None),
     # The ops page (HTML): a foreign mode's leaderboard or player page is its 403 page.

@@ -120,6 +120,23 @@ async def scenario(api: Client | AsyncClient) -> None:
     late = await ready(api.create_ticket(mode, {"players": [p1]}))
     assert await ready(api.cancel_ticket(mode, late.ticket_id)) is None
     assert (await ready(api.get_ticket(mode, late.ticket_id))).status == "cancelled"
+    # The ready check: one player accepts, the other declines; the queue's statistics count the
+    # matches formed.
+    await ready(api.put_mode(mode, accept_timeout_s=60, quality_start=0.0, quality_floor=0.0))
+    await ready(api.create_tickets(mode, [{"players": [p1]}, {"players": [p2]}]))
+    (pending,) = (await ready(api.matchmake(mode))).matches
+    assert pending.state == "pending"
+    assert (await ready(api.accept_proposal(mode, pending.proposal_id, [p1]))).answers[p1] == "accepted"
+    assert (await ready(api.decline_proposal(mode, pending.proposal_id, [p2]))).state == "failed"
+    assert (await ready(api.get_proposal(mode, pending.proposal_id))).answers == {
+        p1: "accepted",
+        p2: "declined",
+    }
+    assert [w.matches for w in (await ready(api.queue_statistics(mode))).windows] == [2, 2, 2]
+    await ready(api.put_mode(mode, accept_timeout_s=None))
+    assert (
+        await ready(api.cancel_ticket(mode, (await ready(api.get_player_ticket(mode, p1))).ticket_id)) is None
+    )
 
     board = await ready(api.get_leaderboard(mode, limit=1))
     assert len(board.entries) == 1 and board.next_cursor is not None

@@ -11,7 +11,7 @@ from app.config import Settings
 from app.infra.redis_client import build_redis
 from app.queues.store import NewTicket, ProposalClaim, QueueStore, new_ids
 from app.queues.watch import TicketWatch
-from tests.queues.helpers import render
+from tests.queues.helpers import render, render_pending
 from tests.redis_cluster import Cluster
 
 
@@ -66,6 +66,50 @@ async def test_every_queue_script_runs_on_its_modes_slot_and_events_reach_a_subs
             assert (await store.ticket(tickets[3].ticket_id, now + 61.0)).status == "expired"  # type: ignore[union-attr]
             assert (await store.ticket(tickets[2].ticket_id, now)).status == "cancelled"  # type: ignore[union-attr]
         assert len({cluster.owner(QueueStore(redis, m).keys.pool) for m in modes.values()}) == 3
+    finally:
+        await watch.stop()
+        await redis.aclose()
+
+
+async def test_ready_checks_settle_on_each_modes_slot_and_wake_subscribers(cluster: Cluster) -> None:
+    redis = build_redis(Settings(redis_url=cluster.url), cluster.url)
+    watch = TicketWatch(redis)
+    watch.start()
+    try:
+        assert await watch.subscribed(10.0)
+        modes: dict[int, str] = {}
+        while len(modes) < len(cluster.masters()):
+            mode = f"r-{secrets.token_hex(3)}"
+            modes.setdefault(cluster.owner(QueueStore(redis, mode).keys.pool), mode)
+        for mode in modes.values():
+            store = QueueStore(redis, mode)
+            now = time.time()
+            tickets = [_ticket(n) for n in range(6)]
+            assert await store.enqueue(tickets, now, 60.0) == [0] * 6
+            waiting = await store.waiting(now, 60.0)
+            row = {ticket_id: n for n, ticket_id in enumerate(waiting.pool.ids)}
+            claims = [
+                ProposalClaim([[row[tickets[a].ticket_id]], [row[tickets[a + 1].ticket_id]]], 0.5, 0.0)
+                for a in (0, 2, 4)
+            ]
+            made = await store.claim(waiting, claims, now, 60.0, render_pending, deadline=now + 5.0)
+            assert len(made) == 3
+            (_, accepted), (_, declined), (_, expired) = made
+            ids = [t.ticket_id for t in tickets]
+            assert (
+                await store.settle(accepted, ids[0:2], "accepted", ["p0", "p1"], now, 60.0)
+            ).state == "accepted"  # type: ignore[union-attr]
+            with watch.watching(ids[2]) as woken:
+                await store.settle(declined, ids[2:4], "accepted", ["p2"], now, 60.0)
+                settled = await store.settle(declined, ids[2:4], "declined", ["p3"], now, 60.0)
+                assert settled is not None and settled.state == "failed"
+                assert await asyncio.wait_for(woken, 10.0) is None  # requeued: no status, read again
+            assert (await store.ticket(ids[2], now)).status == "queued"  # type: ignore[union-attr]
+            assert (await store.ticket(ids[3], now)).status == "cancelled"  # type: ignore[union-attr]
+            assert await store.sweep_deadlines(now + 6.0, 60.0) == 1
+            assert {(await store.ticket(t, now)).status for t in ids[4:]} == {"cancelled"}  # type: ignore[union-attr]
+            assert json.loads(await store.proposal(expired) or "{}")["state"] == "failed"
+            assert await redis.zcard(store.keys.deadlines) == 0
     finally:
         await watch.stop()
         await redis.aclose()

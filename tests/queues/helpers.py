@@ -27,3 +27,16 @@ def render(
     """A proposal's JSON for QueueStore.claim (the service writes ProposalOut's)."""
     body = {"proposal_id": proposal_id, "teams": teams, "ticket_ids": ticket_ids, "roles": roles}
     return json.dumps(body).encode()
+
+
+def render_pending(
+    proposal_id: str,
+    claim: object,
+    ticket_ids: list[str],
+    teams: list[list[str]],
+    roles: dict[str, str] | None,
+) -> bytes:
+    """A proposal's JSON under a ready check, laid out as the service writes it: its id, then
+    its state (the scripts rewrite the state in place)."""
+    body = {"proposal_id": proposal_id, "state": "pending", "teams": teams, "ticket_ids": ticket_ids}
+    return json.dumps(body, separators=(",", ":")).encode()

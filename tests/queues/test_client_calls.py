@@ -84,3 +84,40 @@ def test_the_sync_client_carries_roles_and_avoid_lists(live_server: str) -> None
             api.create_ticket("cq-roles-sync", {"players": ["crs-3"], "roles": {"crs-3": ["bard"]}})
         assert unknown.value.status == 422
         assert unknown.value.problem["errors"][0]["loc"] == ["body", "roles", "crs-3"]
+
+
+async def test_the_async_client_answers_a_ready_check(api: AsyncClient) -> None:
+    mode = (await api.put_mode("cq-ready", quality_start=0.0, quality_floor=0.0, accept_timeout_s=60)).name
+    assert (await api.get_mode(mode)).accept_timeout_s == 60
+    await api.create_tickets(mode, [{"players": ["cq-r1"]}, {"players": ["cq-r2"]}])
+    (proposal,) = (await api.matchmake(mode)).matches
+    assert proposal.state == "pending" and proposal.deadline is not None
+    half = await api.accept_proposal(mode, proposal.proposal_id, ["cq-r1"])
+    assert (half.state, half.answers) == ("pending", {"cq-r1": "accepted", "cq-r2": None})
+    assert (await api.decline_proposal(mode, proposal.proposal_id, ["cq-r2"])).state == "failed"
+    read = await api.get_proposal(mode, proposal.proposal_id)
+    assert read.answers == {"cq-r1": "accepted", "cq-r2": "declined"}
+    with pytest.raises(ApiError) as changed:
+        await api.accept_proposal(mode, proposal.proposal_id, ["cq-r2"])
+    assert changed.value.status == 409
+
+
+def test_the_sync_client_answers_a_ready_check(live_server: str) -> None:
+    with Client(live_server, ADMIN_KEY) as api:
+        api.put_mode("cq-ready-sync", quality_start=0.0, quality_floor=0.0, accept_timeout_s=60)
+        api.create_tickets("cq-ready-sync", [{"players": ["cq-s1"]}, {"players": ["cq-s2"]}])
+        (proposal,) = api.matchmake("cq-ready-sync").matches
+        assert (
+            api.accept_proposal("cq-ready-sync", proposal.proposal_id, ["cq-s1", "cq-s2"]).state == "accepted"
+        )
+        assert api.get_proposal("cq-ready-sync", proposal.proposal_id).state == "accepted"
+
+
+async def test_the_async_client_reads_queue_statistics(api: AsyncClient) -> None:
+    mode = (await api.put_mode("cq-stats", quality_start=0.0, quality_floor=0.0)).name
+    await api.create_tickets(mode, [{"players": [f"cq-st{n}"], "latencies": {"eu": 10}} for n in range(3)])
+    assert len((await api.matchmake(mode)).matches) == 1
+    stats = await api.queue_statistics(mode)
+    assert (stats.tickets, stats.players) == (1, 1)
+    assert [(r.region, r.tickets) for r in stats.regions] == [("eu", 1)]
+    assert [w.matches for w in stats.windows] == [1, 1, 1]

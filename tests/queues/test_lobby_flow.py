@@ -88,7 +88,7 @@ async def test_the_players_ticket_across_statuses(
     assert (await lookup("pt-never")).status_code == 404
     party = await enqueue(client, mode, "pt-1", "pt-2")
     queued = (await lookup("pt-2")).json()
-    assert queued == {"ticket_id": party, "status": "queued", "match": None}
+    assert queued == {"ticket_id": party, "status": "queued", "match": None, "estimated_wait_s": None}
     # Cancelled: not active.
     await client.delete(f"/v1/queues/{mode}/tickets/{party}")
     assert (await lookup("pt-1")).status_code == 404
@@ -106,7 +106,8 @@ async def test_the_players_ticket_across_statuses(
         headers=admin_headers,
     )
     assert requeued.status_code == 200, requeued.text
-    assert (await lookup("pt-1")).json() == {"ticket_id": party, "status": "queued", "match": None}
+    back = (await lookup("pt-1")).json()
+    assert (back["ticket_id"], back["status"], back["match"]) == (party, "queued", None)
     assert (await lookup("pt-3")).status_code == 404
     # Matched, then queued again: the new ticket.
     fresh = await enqueue(client, mode, "pt-3", "pt-4")

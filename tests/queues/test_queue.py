@@ -31,7 +31,7 @@ async def test_ticket_lifecycle(client: httpx.AsyncClient, admin_headers: dict[s
     assert created.status_code == 201
     ticket = created.json()["ticket_id"]
     status = await client.get(f"/v1/queues/{mode}/tickets/{ticket}", headers=admin_headers)
-    assert status.json() == {"ticket_id": ticket, "status": "queued", "match": None}
+    assert status.json() == {"ticket_id": ticket, "status": "queued", "match": None, "estimated_wait_s": None}
     # One active ticket per player per mode; another mode is separate.
     assert (await enqueue(client, admin_headers, mode, ["life-1"])).status_code == 409
     other = await make_mode(client, admin_headers)

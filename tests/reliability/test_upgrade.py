@@ -136,6 +136,30 @@ def test_the_previous_release_and_this_one_serve_one_queue(
             assert state.json()["match"]["proposal_id"] == by_new["proposal_id"]
             for base in (old.base, new.base):
                 assert http.get(f"{base}/v1/queues/{mode}", headers=ADMIN).json()["tickets"] == 0
+
+            # A ready check (set on this release; the old one ignores the setting): the old
+            # instance reads the pending proposal, gives its players no second ticket, and sees
+            # the failed check's requeue.
+            ready = f"{mode}-rc"
+            settings = {"quality_start": 0.0, "quality_floor": 0.0, "accept_timeout_s": 60}
+            assert http.put(f"{new.base}/v1/modes/{ready}", json=settings, headers=ADMIN).status_code == 200
+            waits = [
+                post(http, new.base, f"/v1/queues/{ready}/tickets", {"players": [f"r{n}"]}) for n in (0, 1)
+            ]
+            (pending,) = post(http, new.base, f"/v1/queues/{ready}/matchmake", {}).json()["matches"]
+            assert pending["state"] == "pending"
+            seen = http.get(
+                f"{old.base}/v1/queues/{ready}/tickets/{waits[0].json()['ticket_id']}", headers=ADMIN
+            )
+            assert seen.json()["match"]["proposal_id"] == pending["proposal_id"]
+            assert post(http, old.base, f"/v1/queues/{ready}/tickets", {"players": ["r0"]}).status_code == 409
+            url = f"/v1/queues/{ready}/proposals/{pending['proposal_id']}"
+            assert post(http, new.base, f"{url}/accept", {"players": ["r0"]}).json()["state"] == "pending"
+            answered = post(http, new.base, f"{url}/decline", {"players": ["r1"]})
+            assert answered.json()["state"] == "failed"
+            back = http.get(f"{old.base}/v1/queues/{ready}/players/r0/ticket", headers=ADMIN).json()
+            assert back == {"ticket_id": waits[0].json()["ticket_id"], "status": "queued", "match": None}
+            assert post(http, old.base, f"/v1/queues/{ready}/tickets", {"players": ["r1"]}).status_code == 201
     finally:
         old.stop()
         if new is not None:

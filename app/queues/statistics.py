@@ -1,0 +1,388 @@
+"""Queue statistics in Redis: what recent matches were like, who waits, and wait estimates.
+
+Keys beside the queue's own (store.py), under the same prefix and hash tag, new in this release
+of the layout (docs/upgrades.md: older releases never read them):
+
+    mm:v4:{mode}:stats:<q>    hash per quarter minute q (Unix seconds // 15): "m" -> matches
+                              formed, "t" -> tickets matched, "w<bin>" -> tickets whose wait fell
+                              in that bin, "q<bin>" -> matches whose quality did (waits.py)
+    mm:v4:{mode}:waits:<q>    hash per quarter minute: "<class>#<bin>" -> tickets of that class
+                              (skill band and region, waits.py) whose wait fell in that bin
+    mm:v4:{mode}:estimates    hash: a class -> the waits its estimate reads ("<bin>:<count>"
+                              pairs, space separated), "beta" -> the band width they were
+                              counted with
+    mm:v4:{mode}:pulse        hash: the latest matchmaking call's start ("at"), the mean interval
+                              between calls, its claim's delay, the players a match takes,
+                              "n:<band>|<region>" -> players it left waiting there, and
+                              "a:<band>|<region>" -> players queued there since
+    mm:v4:{mode}:waiting      string: the waiting tickets and players, by region, as counted
+                              at "counted_at" (JSON)
+
+A matchmaking call adds its matches to the current quarter's hashes (RECORD), which expire
+after the longest window: the structure is bounded by 61 hashes of at most a few hundred
+counters, whatever the traffic. Reading the statistics merges those hashes in one script
+(MERGE) and reads the waiting counts, which every matchmaking call refreshes from the pool
+it read anyway: a read never walks the pool. Recording is not in the claim's script: an
+instance that dies between the two leaves its last call's matches uncounted (statistics,
+not bookkeeping).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from app.infra.redis_client import RedisClient
+from app.matchmaking import waits
+from app.matchmaking.pool import Pool
+from app.queues import record
+from app.queues.record import HeaderField
+from app.queues.scripts import run
+from app.queues.store import NewTicket
+
+QUARTER_S = 15
+# The windows the statistics report, in minutes, and the quarters each merges (the current,
+# partial one and the whole ones before it).
+WINDOWS_MIN = (1, 5, 15)
+QUARTERS = [minutes * 60 // QUARTER_S + 1 for minutes in WINDOWS_MIN]
+KEEP_S = WINDOWS_MIN[-1] * 60 + 2 * QUARTER_S
+# A class's estimate reads the shortest window holding at least this many waits of its own.
+ESTIMATE_SAMPLES = 20
+# How often the estimates are rebuilt from the waits (by whichever matchmaking call comes).
+ESTIMATE_REFRESH_S = 2.0
+# Waiting counts older than this are counted again from the pool when read.
+WAITING_STALE_S = 5.0
+
+# KEYS: the current quarter's stats hash, its waits hash. ARGV: seconds to keep them, the
+# number of stats fields, then (field, increment) pairs for the stats hash, then for the waits.
+RECORD = """
+local kept, count = ARGV[1], tonumber(ARGV[2])
+local function add(key, first, last)
+  for i = first, last, 2 do redis.call('HINCRBY', key, ARGV[i], ARGV[i + 1]) end
+  redis.call('EXPIRE', key, kept)
+end
+add(KEYS[1], 3, 2 + 2 * count)
+if #ARGV > 2 + 2 * count then add(KEYS[2], 3 + 2 * count, #ARGV) end
+return 0
+"""
+
+# KEYS: the pulse hash. ARGV: when a matchmaking call started, how long it took to claim, the
+# players a match takes, seconds to keep the hash, then (field, count) pairs: the players left
+# waiting per skill band and region. The interval between calls is averaged (weight 0.2 to the
+# latest gap; gaps of a minute or more, a loop that stopped, do not count).
+PULSE = """
+local key, now = KEYS[1], tonumber(ARGV[1])
+local last = tonumber(redis.call('HGET', key, 'at') or '0')
+local interval = tonumber(redis.call('HGET', key, 'interval') or '0')
+local gap = now - last
+if last > 0 and gap > 0 and gap < 60 then
+  if interval > 0 then interval = 0.8 * interval + 0.2 * gap else interval = gap end
+end
+redis.call('DEL', key)
+local fields = {'at', ARGV[1], 'interval', tostring(interval), 'duration', ARGV[2], 'players', ARGV[3]}
+for i = 5, #ARGV, 2 do
+  fields[#fields + 1] = 'n:' .. ARGV[i]
+  fields[#fields + 1] = ARGV[i + 1]
+end
+redis.call('HSET', key, unpack(fields))
+redis.call('EXPIRE', key, ARGV[4])
+return 0
+"""
+
+# KEYS: quarter hashes, newest first. ARGV: how many of them each window takes (ascending).
+# Returns per window its hashes' counters added up, as a flat field, count list.
+MERGE = """
+local sums, out, window = {}, {}, 1
+for k = 1, #KEYS do
+  local all = redis.call('HGETALL', KEYS[k])
+  for i = 1, #all, 2 do sums[all[i]] = (sums[all[i]] or 0) + tonumber(all[i + 1]) end
+  while window <= #ARGV and tonumber(ARGV[window]) == k do
+    local flat = {}
+    for field, count in pairs(sums) do
+      flat[#flat + 1] = field
+      flat[#flat + 1] = count
+    end
+    out[window] = flat
+    window = window + 1
+  end
+end
+return out
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    minutes: int
+    matches: int
+    tickets: int
+    waits: dict[int, int]  # bin -> tickets
+    qualities: dict[int, int]  # bin -> matches
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """The waiting tickets and players, per region (None: tickets with no region)."""
+
+    counted_at: float
+    by_region: dict[str | None, tuple[int, int]]
+
+
+class QueueStatistics:
+    """The statistics of one mode's queue."""
+
+    def __init__(self, redis: RedisClient, mode: str) -> None:
+        self.redis = redis
+        self.prefix = f"mm:v4:{{{mode}}}:"
+
+    def _quarters(self, kind: str, now: float) -> list[str]:
+        current = int(now // QUARTER_S)
+        return [f"{self.prefix}{kind}:{current - back}" for back in range(QUARTERS[-1])]
+
+    async def record(
+        self, now: float, qualities: Sequence[float], waited: np.ndarray, classes: Sequence[str]
+    ) -> None:
+        """Count a matchmaking call's matches: each one's quality, each ticket's wait (and by
+        its class)."""
+        if not len(qualities):
+            return
+        stats: dict[str, int] = {"m": len(qualities), "t": len(waited)}
+        wait_bins = waits.wait_bins(np.asarray(waited, dtype=np.float64)).tolist()
+        for bin_ in wait_bins:
+            stats[f"w{bin_}"] = stats.get(f"w{bin_}", 0) + 1
+        for bin_ in waits.quality_bins(np.asarray(qualities, dtype=np.float64)).tolist():
+            stats[f"q{bin_}"] = stats.get(f"q{bin_}", 0) + 1
+        by_class: dict[str, int] = {}
+        for name, bin_ in zip(classes, wait_bins, strict=True):
+            field = f"{name}#{bin_}"
+            by_class[field] = by_class.get(field, 0) + 1
+        args: list[str | int] = [KEEP_S, len(stats)]
+        for field, count in (*stats.items(), *by_class.items()):
+            args += [field, count]
+        keys = [self._quarters("stats", now)[0], self._quarters("waits", now)[0]]
+        await run(self.redis, RECORD, keys, args)
+
+    async def windows(self, now: float) -> list[Window]:
+        merged = await run(self.redis, MERGE, self._quarters("stats", now), QUARTERS)
+        found = []
+        for minutes, flat in zip(WINDOWS_MIN, merged, strict=True):
+            counts = _pairs(flat)
+            found.append(
+                Window(
+                    minutes,
+                    counts.get("m", 0),
+                    counts.get("t", 0),
+                    {int(f[1:]): c for f, c in counts.items() if f[0] == "w"},
+                    {int(f[1:]): c for f, c in counts.items() if f[0] == "q"},
+                )
+            )
+        return found
+
+    async def refresh_estimates(self, now: float, beta: float) -> None:
+        """Rebuild every class's estimate: the waits of the shortest window that holds
+        ESTIMATE_SAMPLES of its own (the band in any region, and the whole queue, too)."""
+        merged = await run(self.redis, MERGE, self._quarters("waits", now), QUARTERS)
+        chosen: dict[str, dict[int, int]] = {}
+        for flat in merged:  # shortest window first: a class keeps the first that suffices
+            per_class: dict[str, dict[int, int]] = {}
+            for field, count in _pairs(flat).items():
+                name, _, bin_ = field.rpartition("#")
+                band = name.partition("|")[0]
+                for target in (name, f"{band}|*", "*"):
+                    bins = per_class.setdefault(target, {})
+                    bins[int(bin_)] = bins.get(int(bin_), 0) + count
+            for name, bins in per_class.items():
+                if name not in chosen and sum(bins.values()) >= ESTIMATE_SAMPLES:
+                    chosen[name] = bins
+            for name, bins in per_class.items():  # too few anywhere: the longest window's
+                if name not in chosen and flat is merged[-1]:
+                    chosen[name] = bins
+        fields: dict[Any, Any] = {
+            name: " ".join(f"{b}:{c}" for b, c in sorted(bins.items())) for name, bins in chosen.items()
+        }
+        key = self.prefix + "estimates"
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.delete(key)
+            pipe.hset(key, mapping={**fields, "beta": repr(beta), "at": repr(now)})
+            pipe.expire(key, KEEP_S)
+            await pipe.execute()
+
+    async def estimates_age(self, now: float) -> float:
+        at = await self.redis.hget(self.prefix + "estimates", "at")
+        return now - float(at) if at is not None else float("inf")
+
+    async def pulse(self, started: float, claimed: float, players: int, waiting: dict[str, int]) -> None:
+        """Note a matchmaking call: when it started, how long it took to claim, the players a
+        match takes, and the players left waiting per skill band and region."""
+        args: list[str | int] = [repr(started), repr(claimed - started), players, KEEP_S]
+        for field, count in waiting.items():
+            args += [field, count]
+        await run(self.redis, PULSE, [self.prefix + "pulse"], args)
+
+    async def arrived(self, tickets: Sequence[NewTicket], beta: float) -> None:
+        """Count tickets queued since the latest matchmaking call, per skill band and region:
+        they compete with each other for the partners that call left waiting."""
+        by_band: dict[str, int] = {}
+        for ticket in tickets:
+            mean = sum(mu for mu, _ in ticket.ratings) / len(ticket.ratings)
+            if ticket.latencies:
+                region: str | None = min(ticket.latencies, key=lambda pair: pair[1])[0]
+            else:
+                region = _attribute_region(ticket.attributes.encode())
+            field = "a:" + waits.band_region(math.floor(mean / beta), region)
+            by_band[field] = by_band.get(field, 0) + len(ticket.players)
+        key = self.prefix + "pulse"
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for field, count in by_band.items():
+                pipe.hincrby(key, field, count)
+            await pipe.execute()
+
+    async def estimate(self, value: bytes, waited: float, now: float) -> float | None:
+        """A queued ticket's expected wait in all (seconds from its enqueueing); None before
+        any match of the mode was counted.
+
+        Tickets like it (its class) that were matched lately waited either about until the
+        next matchmaking call (a partner was there) or longer (they waited for one). Which of
+        the two this ticket meets is read from the queue as the latest call left it: when
+        enough players of its skill band (or the bands on either side) and region are waiting
+        to fill a match with it, it is expected at the next call, whose time the calls'
+        rhythm says (so the loop's phase, which dominates short waits, is known); otherwise
+        the median of its class's waits longer than a call interval, and at least its own.
+        """
+        key = self.prefix + "estimates"
+        beta = await self.redis.hget(key, "beta")
+        if beta is None:
+            return None
+        size = np.array([int(record.field_of(value, HeaderField.PLAYERS))])
+        mu_sum = np.array([record.field_of(value, HeaderField.MU_SUM)])
+        var_sum = np.array([record.field_of(value, HeaderField.VAR_SUM)])
+        band = int(waits.skill_bands(mu_sum, size, float(beta))[0])
+        uncertainty = int(waits.uncertainty_bands(var_sum, size, float(beta))[0])
+        region = ticket_region(value)
+        names = waits.fallbacks(band, uncertainty, region)
+        near = [waits.band_region(b, region) for b in (band - 1, band, band + 1)]
+        fields = [
+            "at",
+            "interval",
+            "duration",
+            "players",
+            *(f"n:{n}" for n in near),
+            *(f"a:{n}" for n in near),
+        ]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hmget(key, list(names))
+            pipe.hmget(self.prefix + "pulse", fields)
+            classes, pulse = await pipe.execute()
+        next_call = None
+        short = 0.0
+        if pulse[0] is not None:
+            at, interval, duration, players = (float(v) for v in pulse[:4])
+            next_call = max(0.0, at + interval - now) + duration
+            short = 1.5 * interval
+            # Partners the latest call left waiting near its skill, less the tickets queued
+            # since, which compete for them (this one among them). A ticket that was in the
+            # latest call's pool (queued before it started) was left waiting: none for it.
+            left = sum(int(n) for n in pulse[4:7] if n is not None)
+            competing = sum(int(n) for n in pulse[7:10] if n is not None)
+            queued_at = record.field_of(value, HeaderField.ENQUEUED_AT)
+            if queued_at > at and waited < short and left - competing >= players - 2 * int(size[0]):
+                return waited + next_call
+        for text in classes:
+            if text:
+                bins: dict[int, int] = {}
+                for pair in _text(text).split():
+                    bin_, _, count = pair.partition(":")
+                    bins[int(bin_)] = int(count)
+                found = waits.median_beyond(bins, max(waited, short))
+                if found is not None:
+                    return found
+        return None if next_call is None else waited + next_call
+
+    async def waiting(self) -> Waiting | None:
+        text = await self.redis.get(self.prefix + "waiting")
+        if text is None:
+            return None
+        found = json.loads(text)
+        return Waiting(
+            found["counted_at"],
+            {(None if name == "" else name): (t, p) for name, t, p in found["regions"]},
+        )
+
+    async def count_waiting(
+        self, pool: Pool, regions: tuple[list[str | None], Any], left: Any, now: float
+    ) -> Waiting:
+        """Count the `left` rows of the pool (a boolean mask: the tickets still waiting) by
+        region (pool_regions), and keep the counts for the statistics' readers."""
+        names, codes = regions
+        tickets = np.bincount(codes[left], minlength=len(names)).tolist()
+        players = np.bincount(codes[left], weights=pool.size[left], minlength=len(names)).tolist()
+        by_region = {name: (int(t), int(p)) for name, t, p in zip(names, tickets, players, strict=True) if t}
+        text = json.dumps(
+            {"counted_at": now, "regions": [[name or "", t, p] for name, (t, p) in by_region.items()]}
+        )
+        await self.redis.set(self.prefix + "waiting", text, ex=KEEP_S)
+        return Waiting(now, by_region)
+
+
+def pool_regions(pool: Pool, values: Sequence[bytes]) -> tuple[list[str | None], Any]:
+    """Each waiting ticket's region, as the names and each row's index among them: where its
+    latency is lowest, else its `region` attribute (a string), else None. Attributes are
+    parsed once per attribute group."""
+    if len(pool) and bool((pool.group == pool.group[0]).all()):  # one attribute set, as most queues
+        groups, first, inverse = (
+            pool.group[:1],
+            np.zeros(1, dtype=np.int64),
+            np.zeros(len(pool), dtype=np.int64),
+        )
+    else:
+        groups, first, inverse = np.unique(pool.group, return_index=True, return_inverse=True)
+    sizes = pool.size.tolist()
+    names: list[str | None] = []
+    index: dict[str | None, int] = {}
+    by_group = np.empty(len(groups), dtype=np.int64)
+    for number, row in enumerate(first.tolist()):
+        name = _attribute_region(record.tail(values[row], sizes[row])[0])
+        by_group[number] = index.setdefault(name, len(index))
+    names = list(index)
+    codes = by_group[inverse] if len(pool) else np.zeros(0, dtype=np.int64)
+    latencies = pool.latencies
+    if latencies is not None:
+        offset = len(names)
+        names += list(latencies.regions)
+        located = latencies.located
+        codes[located] = offset + latencies.ms[located].argmin(axis=1)
+    return names, codes
+
+
+def ticket_region(value: bytes) -> str | None:
+    """One waiting ticket's region, as pool_regions says, from its pool value."""
+    size = int(record.field_of(value, HeaderField.PLAYERS))
+    count = int(record.field_of(value, HeaderField.REGIONS))
+    if count:
+        start, end = record.latency_span(value, size, count)
+        ms = np.frombuffer(value[start:end], dtype="<f8")
+        names = record.tail(value, size)[1].split(b"\t")
+        return names[int(ms.argmin())].decode()
+    return _attribute_region(record.tail(value, size)[0])
+
+
+def _attribute_region(attributes: bytes) -> str | None:
+    if b'"region"' not in attributes:
+        return None
+    region = json.loads(attributes).get("region")
+    return region if isinstance(region, str) else None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pairs(flat: Any) -> dict[str, int]:
+    return {
+        (flat[i].decode() if isinstance(flat[i], bytes) else str(flat[i])): int(flat[i + 1])
+        for i in range(0, len(flat), 2)
+    }

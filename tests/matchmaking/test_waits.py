@@ -1,0 +1,65 @@
+"""Waits and qualities as histograms (app/matchmaking/waits.py): percentiles read from bins
+stay within a bin's width of the exact ones, and an estimate never falls below the wait so far."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.matchmaking import waits
+
+
+def counts(bins: np.ndarray) -> dict[int, int]:
+    found, number = np.unique(bins, return_counts=True)
+    return {int(b): int(n) for b, n in zip(found, number, strict=True)}
+
+
+def test_wait_bins_are_ten_percent_wide_and_cover_every_wait() -> None:
+    seconds = np.array([0.0, 0.05, 0.1, 0.105, 0.111, 1.0, 60.0, 1e9])
+    bins = waits.wait_bins(seconds)
+    assert bins.tolist() == sorted(bins.tolist())
+    assert bins[0] == bins[1] == 0 and bins[2] == bins[3] == 1 and bins[4] == 2
+    assert bins[-1] == waits.WAIT_BINS - 1
+    for second, bin_ in zip(seconds[:-1], bins[:-1].tolist(), strict=True):
+        low, high = waits.wait_edges(bin_)
+        assert low <= second < high
+
+
+@pytest.mark.parametrize("share", [0.5, 0.9, 0.99])
+def test_wait_percentiles_are_within_a_bin_of_the_exact_ones(share: float) -> None:
+    rng = np.random.default_rng(7)
+    sample = rng.lognormal(3.0, 1.0, 50_000)
+    found = waits.percentile(counts(waits.wait_bins(sample)), share, wait=True)
+    exact = float(np.quantile(sample, share))
+    assert found is not None and abs(found - exact) / exact < 0.05
+
+
+def test_quality_percentiles_and_an_empty_window() -> None:
+    rng = np.random.default_rng(8)
+    sample = rng.beta(5, 3, 10_000)
+    for share in (0.1, 0.5, 0.9):
+        found = waits.percentile(counts(waits.quality_bins(sample)), share, wait=False)
+        assert found is not None and abs(found - float(np.quantile(sample, share))) <= 1 / waits.QUALITY_BINS
+    assert waits.percentile({}, 0.5, wait=True) is None
+
+
+def test_the_estimate_is_the_median_of_the_waits_beyond_the_wait_so_far() -> None:
+    rng = np.random.default_rng(9)
+    sample = rng.exponential(30.0, 50_000)
+    binned = counts(waits.wait_bins(sample))
+    for waited in (0.0, 10.0, 45.0):
+        found = waits.median_beyond(binned, waited)
+        exact = float(np.median(sample[sample >= waited]))
+        assert found is not None and found >= waited and abs(found - exact) / exact < 0.05
+    assert waits.median_beyond(binned, 1e6) is None
+
+
+def test_skill_bands_step_by_beta_over_the_players_mean() -> None:
+    bands = waits.skill_bands(np.array([25.0, 50.0, -3.0]), np.array([1, 2, 1]), 4.0)
+    assert bands.tolist() == [6, 6, -1]
+    assert waits.uncertainty_bands(np.array([1.0, 8.0, 100.0]), np.array([1, 2, 1]), 4.0).tolist() == [
+        0,
+        1,
+        5,
+    ]
+    assert waits.fallbacks(6, 1, None) == ("6.1|-", "6.1|*", "*")

@@ -1,0 +1,145 @@
+"""Queue statistics and wait estimates on real Redis: what waits by region, the waits and
+qualities of recent matches per window, and each queued ticket's estimate from tickets like it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import numpy as np
+import pytest
+from redis.asyncio import Redis
+
+from app.queues.statistics import QueueStatistics
+from app.queues.store import NewTicket, QueueStore, new_ids
+from tests.queues.helpers import make_mode
+
+OPEN = {"quality_start": 0.0, "quality_floor": 0.0}
+
+
+async def test_statistics_of_a_fresh_queue_say_nothing_was_matched(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    client.headers.update(admin_headers)
+    mode = await make_mode(client, admin_headers)
+    stats = (await client.get(f"/v1/queues/{mode}/stats")).json()
+    assert (stats["tickets"], stats["players"], stats["regions"]) == (0, 0, [])
+    assert [w["minutes"] for w in stats["windows"]] == [1, 5, 15]
+    for window in stats["windows"]:
+        assert (
+            window["matches"],
+            window["tickets_matched"],
+            window["wait_p50_s"],
+            window["quality_p50"],
+        ) == (
+            0,
+            0,
+            None,
+            None,
+        )
+    assert (await client.get("/v1/queues/no-such-mode/stats")).status_code == 404
+
+
+async def test_statistics_count_waiting_by_region_and_the_waits_and_qualities_of_matches(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    client.headers.update(admin_headers)
+    mode = await make_mode(client, admin_headers, **OPEN)
+    queued = [
+        {"players": ["st-1"], "latencies": {"eu": 20, "us": 90}},
+        {"players": ["st-2"], "latencies": {"eu": 30}},
+        {"players": ["st-3"], "attributes": {"region": "asia"}},
+        {"players": ["st-4"], "attributes": {"region": "asia"}},
+        {"players": ["st-5"]},
+    ]
+    for body in queued:
+        assert (await client.post(f"/v1/queues/{mode}/tickets", json=body)).status_code == 201
+    await asyncio.sleep(1.0)
+    made = (await client.post(f"/v1/queues/{mode}/matchmake", json={"max_matches": 1})).json()["matches"]
+    assert len(made) == 1
+    stats = (await client.get(f"/v1/queues/{mode}/stats")).json()
+    waiting = {r["region"]: (r["tickets"], r["players"]) for r in stats["regions"]}
+    matched = {p for team in made[0]["teams"] for p in team}
+    expected: dict[str | None, tuple[int, int]] = {}
+    for body in queued:
+        if body["players"][0] in matched:
+            continue
+        region = "eu" if "latencies" in body else body.get("attributes", {}).get("region")
+        tickets, players = expected.get(region, (0, 0))
+        expected[region] = (tickets + 1, players + 1)
+    assert waiting == expected
+    assert (stats["tickets"], stats["players"]) == (3, 3)
+    for window in stats["windows"]:
+        assert (window["matches"], window["tickets_matched"]) == (1, 2)
+        # Both tickets waited a little over a second: within a bin (10%) of that.
+        assert 0.95 <= window["wait_p50_s"] <= window["wait_p99_s"] <= 2.5
+        assert abs(window["quality_p50"] - made[0]["quality"]) <= 0.005
+
+
+async def test_estimates_read_the_waits_of_tickets_like_the_one_asking(redis_url: str) -> None:
+    redis = Redis.from_url(redis_url)
+    try:
+        mode = f"estimate-{new_ids(1, time.time())[0][8:16]}"
+        statistics = QueueStatistics(redis, mode)
+        now = time.time()
+        # Skill band 0 (mean mu in [0, 10)) in eu waited 40 s; band 2 in eu 4 s; nothing in us
+        # (uncertainty band 0: sigma below 5).
+        waited = np.array([40.0] * 30 + [4.0] * 30)
+        classes = ["0.0|eu"] * 30 + ["2.0|eu"] * 30
+        await statistics.record(now, [0.5] * 30, waited, classes)
+        await statistics.refresh_estimates(now, beta=10.0)
+        store = QueueStore(redis, mode)
+        tickets = [
+            NewTicket(new_ids(1, now)[0], ["low"], [(5.0, 1.0)], "{}", [("eu", 10.0)]),
+            NewTicket(new_ids(1, now)[0], ["high"], [(25.0, 1.0)], "{}", [("eu", 10.0), ("us", 50.0)]),
+            NewTicket(new_ids(1, now)[0], ["high-us"], [(25.0, 1.0)], "{}", [("us", 10.0)]),
+            NewTicket(new_ids(1, now)[0], ["far"], [(95.0, 1.0)], "{}"),
+        ]
+        await store.enqueue(tickets, now, 60.0)
+        estimates = []
+        for ticket in tickets:
+            value = await redis.hget(store.keys.pool, ticket.ticket_id)
+            estimates.append(await statistics.estimate(value, 0.0, now))
+        low, high, high_us, far = estimates
+        assert low is not None and 36 <= low <= 44
+        assert high is not None and 3.6 <= high <= 4.4
+        assert high_us == high  # its band's waits in any region
+        assert far is not None and 3.6 <= far <= 44  # the whole queue's median
+        # Never below the wait so far.
+        value = await redis.hget(store.keys.pool, tickets[1].ticket_id)
+        later = await statistics.estimate(value, 30.0, now + 30.0)
+        assert later is None or later >= 30.0
+        # A partner of its band waits (as the latest matchmaking call left the queue): the ticket
+        # is expected at the next call, which the calls' rhythm (every 2 s here) places.
+        await statistics.pulse(now - 2.5, now - 2.4, 2, {"1|eu": 1})
+        await statistics.pulse(now - 0.5, now - 0.4, 2, {"1|eu": 1})
+        value = await redis.hget(store.keys.pool, tickets[1].ticket_id)
+        assert await statistics.estimate(value, 0.5, now + 0.5) == pytest.approx(0.5 + 1.0 + 0.1)
+        # Queued since that call, with another ticket of its band: they compete for the partner.
+        await statistics.arrived([tickets[1], tickets[1]._replace(ticket_id="0" * 32)], beta=10.0)
+        assert await statistics.estimate(value, 0.5, now + 0.5) == pytest.approx(high, rel=0.1)
+        # A later call left it waiting: the waits of its class longer than a call interval.
+        await statistics.pulse(now + 1.5, now + 1.6, 2, {"1|eu": 1, "2|eu": 1})
+        assert await statistics.estimate(value, 2.0, now + 2.0) == pytest.approx(high, rel=0.1)
+    finally:
+        await redis.aclose()
+
+
+async def test_a_queued_tickets_status_carries_its_estimate(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    client.headers.update(admin_headers)
+    mode = await make_mode(client, admin_headers, **OPEN)
+    first = (await client.post(f"/v1/queues/{mode}/tickets", json={"players": ["es-0"]})).json()["ticket_id"]
+    assert (await client.get(f"/v1/queues/{mode}/tickets/{first}")).json()["estimated_wait_s"] is None
+    for n in range(1, 4):
+        await client.post(f"/v1/queues/{mode}/tickets", json={"players": [f"es-{n}"]})
+    await asyncio.sleep(1.0)
+    made = (await client.post(f"/v1/queues/{mode}/matchmake")).json()["matches"]
+    assert len(made) == 2
+    fresh = (await client.post(f"/v1/queues/{mode}/tickets", json={"players": ["es-9"]})).json()["ticket_id"]
+    status = (await client.get(f"/v1/queues/{mode}/tickets/{fresh}")).json()
+    assert status["status"] == "queued" and 0.9 <= status["estimated_wait_s"] <= 1.5
+    matched = (await client.get(f"/v1/queues/{mode}/tickets/{first}")).json()
+    assert matched["status"] == "matched" and matched["estimated_wait_s"] is None
