@@ -324,12 +324,17 @@ async def _keys(
 
 
 def history(settings: Settings, args: argparse.Namespace) -> int:
+    from app.progress import Bar
+
     if args.command == "import" and not args.file.is_file():
         raise Abort(f"no such file: {args.file}", FAILURE)
     with embedded_servers(settings) as embedded:
         say_where(settings)
+        # The bar from the start: starting the database may take a moment.
+        bar = Bar(args.command)
+        bar.show(0.0, "connecting")
         database_url, _ = prepare(settings, embedded)
-        return history_commands.run(args, settings, database_url)
+        return history_commands.run(args, settings, database_url, bar)
 
 
 def openapi_document() -> str:

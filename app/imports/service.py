@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,16 @@ from typing import Any
 import psycopg
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app import collection
 from app.db.bulk import unbounded
 from app.ids import ID_PATTERN
-from app.imports import reading, repository
+from app.imports import repository
 from app.imports.reading import Parsed, Read, Skip
+from app.imports.reading import read_file as reading_file
 from app.jobs import service as jobs
 from app.modes import service as modes
 from app.modes.schemas import ModeUpdate
-from app.progress import Bar
+from app.progress import Progress
 
 _ID = re.compile(ID_PATTERN)
 
@@ -88,6 +89,15 @@ async def _load(
     return len(chunk) - len(new)
 
 
+# Seconds per match of the load's statements (a chunk's COPY, the players, the commit), for
+# the bar's pace while they run (app/progress.py): ATP singles (193,651 matches) on the
+# 2-core machine.
+LOAD_S = 25e-6
+COMMIT_S = 5e-6
+# Where reading and loading end, as shares of an import's progress (the replay takes the rest).
+READ_END, LOAD_END = 0.3, 0.55
+
+
 async def import_file(
     sessions: async_sessionmaker[AsyncSession],
     path: Path,
@@ -95,50 +105,66 @@ async def import_file(
     columns: dict[str, str] | None = None,
     skips: list[Skip] | None = None,
     replay: bool = True,
-    show: Callable[[str, float], Bar] | None = None,
+    progress: Progress | None = None,
 ) -> Imported:
-    """Import every match of `path` into `mode` (created with the defaults if missing)."""
+    """Import every match of `path` into `mode` (created with the defaults if missing), moving
+    `progress` as it goes: reading and validating, loading, replaying."""
+    progress = progress or Progress()
     started = time.perf_counter()
     if not _ID.match(mode):
         raise ValueError(f"--mode {mode!r}: a mode name is 1-128 characters from [A-Za-z0-9._:@-]")
-    read = await asyncio.to_thread(reading.read_file, path, mode, columns, skips)
+    # Records without cycles, one per row, held until loaded (app/collection.py).
+    with collection.paused():
+        return await _import(sessions, path, mode, columns, skips, replay, progress, started)
+
+
+async def _import(
+    sessions: async_sessionmaker[AsyncSession],
+    path: Path,
+    mode: str,
+    columns: dict[str, str] | None,
+    skips: list[Skip] | None,
+    replay: bool,
+    progress: Progress,
+    started: float,
+) -> Imported:
+    ends = (READ_END, LOAD_END) if replay else (READ_END / LOAD_END, 1.0)
+    with progress.part(ends[0], "reading") as reading_part:
+        read = await asyncio.to_thread(reading_file, path, mode, columns, skips, reading_part.update)
     if read.error_count:
         raise ImportRejected(read.errors, read.error_count)
-    bar = show("loading", len(read.matches)) if show else None
+    await progress.reached()
     players: set[str] = set()
     already = 0
+    count = len(read.matches)
     try:
-        async with sessions() as session, session.begin():
-            await unbounded(session)
-            existing = await modes.find_mode(session, mode)
-            created = existing is None
-            row = existing or (await modes.put_mode(session, mode, ModeUpdate())).mode
-            weighted = row.team_performance == "weighted"
-            # In chunks: every taken match id is found (and reported) before anything is kept.
-            for start in range(0, len(read.matches), CHUNK):
-                chunk = read.matches[start : start + CHUNK]
-                already += await _load(session, mode, chunk, (row.mu, row.sigma), weighted, read, players)
-                if bar:
-                    bar.advance(len(chunk))
-            if read.error_count:
-                raise ImportRejected(read.errors, read.error_count)
-            await repository.add_players(session, sorted(players))
+        with progress.part(ends[1], "loading", expect=COMMIT_S * count) as loading:
+            async with sessions() as session, session.begin():
+                await unbounded(session)
+                existing = await modes.find_mode(session, mode)
+                created = existing is None
+                row = existing or (await modes.put_mode(session, mode, ModeUpdate())).mode
+                weighted = row.team_performance == "weighted"
+                share = LOAD_S / (LOAD_S + COMMIT_S)
+                # In chunks: every taken match id is found (and reported) before anything is kept.
+                for start in range(0, count, CHUNK):
+                    chunk = read.matches[start : start + CHUNK]
+                    end = share * (start + len(chunk)) / count
+                    with loading.part(end, expect=LOAD_S * len(chunk)):
+                        already += await _load(
+                            session, mode, chunk, (row.mu, row.sigma), weighted, read, players
+                        )
+                if read.error_count:
+                    raise ImportRejected(read.errors, read.error_count)
+                await repository.add_players(session, sorted(players))
     except psycopg.errors.UniqueViolation as exc:
         raise ImportRejected([f"a match id of the file was recorded while importing: {exc}"]) from None
-    if bar:
-        bar.finish()
+    await progress.reached()
     loaded = time.perf_counter()
-    result = Imported(len(read.matches) - already, len(players), read.skipped, created, already)
+    result = Imported(count - already, len(players), read.skipped, created, already)
     result.seconds = {"read_and_load": round(loaded - started, 3)}
     if replay and result.matches:
-        bar = show("replaying", 1.0) if show else None
-
-        async def report(value: float) -> None:
-            if bar:
-                bar.set(value)
-
-        result.replay = await jobs.run_replay(sessions, mode, report)
-        if bar:
-            bar.finish()
+        with progress.part(1.0, "replaying") as replaying:
+            result.replay = await jobs.run_replay(sessions, mode, replaying)
         result.seconds["replay"] = round(time.perf_counter() - loaded, 3)
     return result

@@ -222,7 +222,7 @@ class History:
         epsilon: float = EPSILON,
         iterations: int = ITERATIONS,
         verbose: bool = False,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int, float], None] | None = None,
         accelerate: bool = True,
     ) -> tuple[tuple[float, float], int]:
         """Sweep until the learning curves are within `epsilon` of the fixed point, or for at
@@ -256,7 +256,9 @@ class History:
         Until then the sweeps are the package's iterates, and the stopping test is stricter
         than its step test, so a call never stops further from the answer than the package.
         `verbose` prints each sweep (off by default, unlike the package); `progress`, if
-        given, is called with the number of sweeps done after each.
+        given, is called after each sweep with the number of sweeps done and how far the
+        curves are from the fixed point: `distance`, or the sweep's step while the distance
+        is not measured yet (a caller may show the way from the first to `epsilon`).
         """
         flat = self._flat
         steps: list[float] = []
@@ -286,7 +288,7 @@ class History:
             if verbose:
                 print(f"Iteration = {done}, step = {step}, distance = {self.distance}")
             if progress is not None:
-                progress(done)
+                progress(done, self.distance if self.distance < INF else steps[-1])
             if converged:
                 break
             if anderson is not None and x is not None and (engaged or _linear(ratios)):
