@@ -1,7 +1,8 @@
 """Command line: `skillservice serve | migrate | keys create|list|revoke | openapi | import |
 replay | smooth | simulate` and the evaluation commands (`python -m app …` is the same program).
 
-Failures are one line on stderr (a traceback only with LOG_LEVEL=DEBUG). Exit status: 2 for
+Failures are one line on stderr (a traceback only with LOG_LEVEL=DEBUG; an import's wrong rows
+are one a line, then their count). Exit status: 2 for
 usage and configuration errors, 1 for any other failure (an unknown mode, a missing file, a
 server that cannot be reached), 130 on Ctrl-C and 143 on SIGTERM; `serve` exits 0 when asked to
 stop by either signal.
@@ -438,11 +439,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
 
 def describe_failure(exc: Exception) -> str:
     """One line for a failure: the message of those written for the reader (an unknown mode,
-    rejected rows, an unreadable file), else the class and the first line of the message."""
+    an unreadable file), else the class and the first line of the message. Rejected rows of an
+    import are the exception: one a line (at most 50), then their count."""
     from app.errors import AppError
     from app.imports.service import ImportRejected
 
-    if isinstance(exc, AppError | ImportRejected | ValueError | OSError):
+    if isinstance(exc, ImportRejected):
+        return str(exc)  # one wrong row a line, then their count
+    if isinstance(exc, AppError | ValueError | OSError):
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         # "nothing was imported:\nline 3: …\nline 4: …" -> "nothing was imported: line 3: …; line 4: …"
         return "".join(line + (" " if line.endswith(":") else "; ") for line in lines).rstrip("; ")

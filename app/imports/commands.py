@@ -140,6 +140,8 @@ def run(args: argparse.Namespace, settings: Settings, database_url: str, bar: Ba
                 f"{result.matches} new",
                 file=sys.stderr,
             )
+        if result.erased_since:
+            print(f"{result.erased_since} rows name players erased since; skipped", file=sys.stderr)
         print(json.dumps(result.__dict__, indent=2, default=str))
         return 0
 
