@@ -147,9 +147,10 @@ class Progress:
 
         async def watch() -> None:
             while True:
-                await self.reached()
                 await asyncio.sleep(every)
+                await self.reached()
 
+        await self.reached()  # before the work starts
         watcher = asyncio.create_task(watch())
         try:
             yield self

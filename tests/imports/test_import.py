@@ -17,13 +17,15 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from fastapi import FastAPI
 
 from app.client import AsyncClient
-from app.imports import reading
+from app.imports import reading, service
 from app.imports.repository import Participant
 from app.imports.service import erased_since
 from app.matches.schemas import MatchIn
 from app.matches.service import body_hash
+from app.progress import Progress
 from app.rating import TrueSkill
 from tests.jobs.test_jobs import rate_again
 from tests.leaderboards.test_leaderboards import check_all, expected
@@ -379,3 +381,38 @@ def test_the_atp_recipe_columns_and_skips(tmp_path: Path) -> None:
     ) == sorted((dt.date.fromisoformat(d), w, lo) for d, w, lo in kept)
     with pytest.raises(ValueError, match="no column 'nope'"):
         reading.read_file(path, "atp", {"played_at": "nope"})
+
+
+async def test_an_import_moves_its_progress_while_reading_loading_and_replaying(
+    app: FastAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shown at once (before the file is read), then moved every few lines read, every chunk
+    loaded and every step of the replay; counted, not timed."""
+    monkeypatch.setattr(reading, "TICK_LINES", 50)
+    monkeypatch.setattr(service, "CHUNK", 500)
+    mode = f"imp-{secrets.token_hex(3)}"
+    rng = random.Random(7)
+    names = [f"{mode}-p{i}" for i in range(10)]
+    rows = ["played_at,winner,loser"]
+    for n in range(3000):
+        winner, loser = rng.sample(names, 2)
+        rows.append(f"{dt.date(2000, 1, 1) + dt.timedelta(days=n // 3)},{winner},{loser}")
+    path = tmp_path / "games.csv"
+    path.write_text("\n".join(rows) + "\n")
+    shown: list[float] = []
+    traced: list[float] = []
+
+    async def show(value: float) -> None:
+        shown.append(value)
+
+    progress = Progress(show, trace=traced.append)
+    async with progress.watched(every=3600.0):
+        assert shown == [0.0]
+        result = await service.import_file(app.state.resources.sessions, path, mode, progress=progress)
+    assert result.matches == 3000
+    assert traced == sorted(traced) and traced[-1] == 1.0
+    # The share of the file read moves as the text is decoded, 8 KB at a time (100 KB here).
+    assert len([v for v in traced if v < service.READ_END]) >= 10
+    assert len([v for v in traced if service.READ_END < v < service.LOAD_END]) >= 3000 // 500 - 1
+    assert len([v for v in traced if v > service.LOAD_END]) >= 10  # the replay's steps
+    assert shown[-1] == 1.0 and len(shown) >= 4  # the start, the read, the load, the replay's checkpoints
