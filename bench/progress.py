@@ -1,6 +1,6 @@
 """How soon long work shows progress, and how long it goes without moving it.
 
-    python bench/progress.py [--datasets DIR] [--limit 20000]
+    python bench/progress.py [--datasets DIR] [--limit 10000]
 
 Runs the real commands on a fresh embedded database (a temp DATA_DIR), each under a
 pseudo-terminal as an operator would watch it, and timestamps every redraw of its bar (or any
@@ -102,7 +102,7 @@ def football_jsonl(folder: Path) -> Path:
             goals = int(row["home_score"]), int(row["away_score"])
             ranks = (0, 0) if goals[0] == goals[1] else ((0, 1) if goals[0] > goals[1] else (1, 0))
             teams = [{"players": [{"id": p}], "rank": r} for p, r in zip((home, away), ranks, strict=True)]
-            body = {"match_id": f"football-{number}", "played_at": row["date"], "teams": teams}
+            body = {"match_id": f"football-{number}", "played_at": f"{row['date']}T00:00:00Z", "teams": teams}
             out.write(json.dumps(body) + "\n")
     return target
 
@@ -157,7 +157,7 @@ def job(url: str, mode: str, kind: str, params: dict[str, object]) -> tuple[floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", type=Path, default=os.environ.get("DATASETS_DIR") or None)
-    parser.add_argument("--limit", type=int, default=20000, help="evaluate-history: first N games")
+    parser.add_argument("--limit", type=int, default=10000, help="evaluate-history: first N games")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-progress-"))
     env = {**os.environ, "DATA_DIR": str(folder / "data")}
@@ -168,7 +168,8 @@ def main() -> None:
 
     def command(name: str, argv: list[str]) -> None:
         rows.append((name, watch(app + argv, env)))
-        print(f"{name}: first {rows[-1][1][0]:.2f} s, longest gap {rows[-1][1][1]:.2f} s", file=sys.stderr)
+        first, gap, _, status = rows[-1][1]
+        print(f"{name}: first {first:.2f} s, longest gap {gap:.2f} s, exit {status}", file=sys.stderr)
 
     command("migrate (servers start)", ["migrate"])
     command("import football (JSONL)", ["import", "--mode", "football", str(football_jsonl(folder))])

@@ -142,21 +142,21 @@ async def _replay(
     # The stored responses are built (Python) while PostgreSQL writes the participants.
     writing = asyncio.ensure_future(asyncio.to_thread(replay.responses, mode, k, history, rated))
     count = history.matches
-    steps = iter(_write_steps(count))
+    ends = _write_ends()
 
-    def step(label: str | None = None) -> contextlib.AbstractContextManager[Progress]:
-        end, expect = next(steps)
-        return written.part(end, label, expect)
+    def step(name: str, label: str | None = None) -> contextlib.AbstractContextManager[Progress]:
+        """The write step `name` (WRITE_S), moving with its time."""
+        return written.part(ends[name], label, WRITE_S[name] * count)
 
     try:
         with progress.part(1.0, "writing", expect=WRITE_S["commit"] * count) as written:
             async with sessions() as session, session.begin():
                 await unbounded(session)
-                with step():
+                with step("stage"):
                     await repository.stage_participants(session, history, rated)
                     # In the replay's order; the matches recorded meanwhile get later numbers below.
                     numbers = await repository.applied_numbers(session, int(rated.rated.sum()))
-                with step():
+                with step("lock"):
                     if fresh is None:
                         fresh = (
                             count >= FRESH_ROWS and await repository.mode_share(session, count) >= FRESH_SHARE
@@ -180,7 +180,7 @@ async def _replay(
                         await repository.stage_responses(session, tail_responses, tail_numbers)
                         rated.skipped += tail_rated.skipped
                         late = tail.matches
-                with step():
+                with step("ratings"):
                     await repository.stage_players(session, state.names)
                     # An erasure holds every mode's lock: one that is not done yet waits for this
                     # commit (and renames what it wrote), one done since the read shows here.
@@ -189,14 +189,14 @@ async def _replay(
                     ratings = replay.new_ratings(state)
                     await repository.stage_ratings(session, ratings)
                 await progress.reached()
-                with step():
+                with step("match_players"):
                     participants = await repository.rewrite(session, "match_players", fresh, mode)
-                with step():
+                with step("responses"):
                     await repository.stage_responses(session, await writing, numbers)
-                with step():
+                with step("matches"):
                     matches = await repository.rewrite(session, "matches", fresh, mode)
                 await progress.reached()
-                with step("swapping"):
+                with step("swap", "swapping"):
                     fresh_tables = [t for t in (matches, participants) if t is not None]
                     await repository.finish(session, mode, fresh_tables)
                 after_commit(
@@ -220,15 +220,13 @@ async def _replay(
     }
 
 
-def _write_steps(matches: int) -> list[tuple[float, float]]:
-    """(end as a share of the write phase, expected seconds) of each write step, in WRITE_S's
-    order, the commit taking what is left."""
-    total = sum(WRITE_S.values())
-    out, end = [], 0.0
+def _write_ends() -> dict[str, float]:
+    """Where each write step ends, as a share of the write phase: in WRITE_S's order, each
+    by its expected time (the commit, last, takes what is left)."""
+    total, end, out = sum(WRITE_S.values()), 0.0, {}
     for name, seconds in WRITE_S.items():
-        if name != "commit":
-            end += seconds / total
-            out.append((end, seconds * matches))
+        end += seconds / total
+        out[name] = end
     return out
 
 

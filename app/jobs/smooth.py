@@ -16,6 +16,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass
 
+from app import collection
 from app.jobs.repository import Played
 from app.progress import Progress
 from app.rating.history import Gaussian, History, Player
@@ -94,7 +95,9 @@ def smooth(
     priors = {
         name: Player(Gaussian(mu, sigma), params.beta, params.gamma) for name, (mu, sigma) in seeds.items()
     }
-    with progress.part(0.3, "building", expect=BUILD_S * count):
+    # The collector paused while the history is built and its curves read out: many objects,
+    # few with cycles (app/collection.py). Not through the sweeps (NumPy), which may be long.
+    with progress.part(0.3, "building", expect=BUILD_S * count), collection.paused():
         history = History(
             [m.teams for m in matches],
             results=[[-rank for rank in m.ranks] for m in matches],
@@ -116,7 +119,7 @@ def smooth(
             params.iterations,
             progress=lambda sweeps, distance: sweeping.update(max(sweeps / params.iterations, way(distance))),
         )
-    with progress.part(1.0, expect=CURVES_S * count):
+    with progress.part(1.0, expect=CURVES_S * count), collection.paused():
         curves = [
             (name, [t for t, _ in points], [g.mu for _, g in points], [g.sigma for _, g in points])
             for name, points in history.learning_curves().items()
