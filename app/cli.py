@@ -28,20 +28,13 @@ import psycopg
 from pydantic import ValidationError
 
 from app.config import Settings, describe_error
-from app.evaluation.commands import (
-    add_fit_history_parser,
-    add_predictive_parser,
-    add_tournaments_parser,
-    reported,
-    run_fit_history,
-    run_predictive,
-    run_tournaments,
-)
-from app.imports import commands as history_commands
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
-from app.simulation import commands as simulation_commands
+from app.progress import Bar
 
 USAGE, FAILURE = 2, 1
+# The commands whose work is long, with a progress bar from the moment they start: the modules
+# they need (NumPy, numba, SQLAlchemy, …) are imported after it, a second or more.
+LONG_COMMANDS = ("import", "replay", "smooth", "evaluate-history", "evaluate-tournaments", "fit-history")
 # Under DATA_DIR: where `serve` leaves a generated admin key when stdout is not a terminal.
 BOOTSTRAP_KEY_FILE = "bootstrap-admin-key"
 
@@ -325,7 +318,7 @@ async def _keys(
 
 
 def history(settings: Settings, args: argparse.Namespace) -> int:
-    from app.progress import Bar
+    from app.imports import commands as history_commands
 
     if args.command == "import" and not args.file.is_file():
         raise Abort(f"no such file: {args.file}", FAILURE)
@@ -347,6 +340,10 @@ def openapi_document() -> str:
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
+    from app.evaluation.commands import add_fit_history_parser, add_predictive_parser, add_tournaments_parser
+    from app.imports import commands as history_commands
+    from app.simulation import commands as simulation_commands
+
     parser = Parser(prog=prog, description="Skill service")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("serve", help="migrate, then serve HTTP (and own the embedded servers)")
@@ -393,6 +390,9 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     # SIGTERM unwinds like Ctrl-C, so servers a command started are stopped (its default
     # action ends the process on the spot).
     signal.signal(signal.SIGTERM, _terminate)
+    from app.evaluation.commands import reported, run_fit_history, run_predictive, run_tournaments
+    from app.simulation import commands as simulation_commands
+
     if args.command == "evaluate-tournaments":
         return reported(run_tournaments, args)
     if args.command == "fit-history":
@@ -420,6 +420,8 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
     given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0] in LONG_COMMANDS and "-h" not in given and "--help" not in given:
+        Bar(given[0]).show(0.0, "starting")
     args = build_parser(prog).parse_args(given)
     try:
         return run(args, given)
