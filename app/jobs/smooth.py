@@ -62,21 +62,25 @@ def at_day(days: float) -> dt.datetime:
 
 
 class Way:
-    """The share of the way from the first sweep's distance to the fixed point down to
-    `epsilon`, on a log scale (a sweep shrinks the distance by about a constant factor)."""
+    """The share of a smooth's sweeps done: those left are estimated from how fast the distance
+    to the fixed point shrinks (a sweep contracts it by about a constant factor, so
+    log(distance / epsilon) / -log(factor) sweeps remain), capped by the iterations left."""
 
-    def __init__(self, epsilon: float) -> None:
-        self.epsilon = epsilon
-        self.first: float | None = None
+    def __init__(self, epsilon: float, iterations: int) -> None:
+        self.epsilon, self.iterations = epsilon, iterations
+        self.last: float | None = None
 
-    def __call__(self, distance: float) -> float:
-        if self.first is None:
-            self.first = distance
+    def __call__(self, sweeps: int, distance: float) -> float:
+        last, self.last = self.last, distance
         if distance <= self.epsilon:
             return 1.0
-        if not (0.0 < self.epsilon < distance < self.first < math.inf):
-            return 0.0
-        return math.log(self.first / distance) / math.log(self.first / self.epsilon)
+        capped = sweeps / max(self.iterations, 1)
+        # No rate yet: the first sweep, a distance not measured yet, or one that grew (the
+        # measure moved from the step to the distance estimate, an extrapolation overshot).
+        if last is None or not (0.0 < self.epsilon < distance < last < math.inf):
+            return capped
+        left = math.log(distance / self.epsilon) / -math.log(distance / last)
+        return max(capped, sweeps / (sweeps + min(left, self.iterations - sweeps)))
 
 
 def smooth(
@@ -86,8 +90,7 @@ def smooth(
     progress: Progress | None = None,
 ) -> Smoothed:
     """Smooth the history, moving `progress`: the history built (a share of 0.3), the sweeps
-    (to 0.9, by the way from the first sweep's distance to the fixed point to `epsilon`, on a
-    log scale: each sweep shrinks it by about the same factor) and the curves read out."""
+    (to 0.9, by those done of those estimated: `Way`) and the curves read out."""
     progress = progress or Progress()
     if not matches:
         return Smoothed([], 0.0, 0, 0.0, 0.0, False)
@@ -112,12 +115,12 @@ def smooth(
         )
         # The caller hands over its only reference (app/jobs/service.run_smooth): free the input now.
         del matches
-    way = Way(params.epsilon)
+    way = Way(params.epsilon, params.iterations)
     with progress.part(0.9, "sweeping") as sweeping:
         step, done = history.convergence(
             params.epsilon,
             params.iterations,
-            progress=lambda sweeps, distance: sweeping.update(max(sweeps / params.iterations, way(distance))),
+            progress=lambda sweeps, distance: sweeping.update(way(sweeps, distance)),
         )
     with progress.part(1.0, expect=CURVES_S * count), collection.paused():
         curves = [

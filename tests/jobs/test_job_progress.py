@@ -67,13 +67,17 @@ async def test_a_smooth_moves_with_its_sweeps(app: FastAPI, tmp_path: Path, mode
     assert len(sweeps) >= min(result["iterations"], 5)
 
 
-def test_the_way_to_the_fixed_point_is_measured_on_a_log_scale() -> None:
-    way = Way(1e-6)
-    assert way(1e-2) == 0.0  # the first sweep's distance is the start
-    assert way(1e-4) == pytest.approx(0.5)
-    assert way(1e-3) == pytest.approx(0.25)
-    assert way(1e-7) == 1.0
-    assert Way(0.0)(1.0) == 0.0 and Way(0.0)(0.5) == 0.0  # no end to measure against
+def test_the_sweeps_left_are_estimated_from_how_fast_the_distance_shrinks() -> None:
+    way = Way(1e-6, 1000)
+    assert way(1, 1e-2) == 1 / 1000  # no rate yet
+    # Tenfold per sweep: from 1e-3, three more reach 1e-6.
+    assert way(2, 1e-3) == pytest.approx(2 / (2 + 3))
+    assert way(3, 1e-4) == pytest.approx(3 / (3 + 2))
+    assert way(4, 1e-3) == 4 / 1000  # grew: no rate
+    assert way(5, 1e-7) == 1.0
+    slow = Way(1e-6, 10)
+    slow(1, 1.0)
+    assert slow(2, 0.99) == pytest.approx(2 / 10)  # capped by the iterations left
 
 
 async def test_a_season_switch_moves_with_each_chunk_it_archives(
