@@ -82,7 +82,8 @@ async def run(base: str, key: str, pid: int, polls: int, rate: int, seconds: flo
     opening = asyncio.Semaphore(250)  # within the listen backlog
 
     async def poller(connection: RawHttp) -> None:
-        # Opened just before its first poll: the service closes connections idle for 5 s.
+        # Opened just before its first poll: the service closes connections idle for
+        # HTTP_KEEP_ALIVE_S.
         async with opening:
             await connection.open()
         while not stop.is_set():

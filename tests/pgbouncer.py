@@ -1,7 +1,7 @@
 """A real PgBouncer (Debian's `pgbouncer`) in transaction pooling, in front of a PostgreSQL
 server, on a free loopback port: for the test fixtures and bench/api_matches.py.
 
-The settings are the ones README's "Behind PgBouncer" asks of production: pool_mode =
+The settings are the ones docs/operations.md's "Behind PgBouncer" asks of production: pool_mode =
 transaction and nothing ignored among the startup parameters (so a client that still sent
 `options` would be refused, as in production).
 """

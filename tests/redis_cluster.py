@@ -1,7 +1,7 @@
 """A real Redis Cluster (Debian's `redis-server`, cluster-enabled): 3 masters and 3 replicas on
 free loopback ports, for the test fixtures. `redis-cli --cluster create` joins them.
 
-The settings are those README's "Redis Cluster" section asks of production, with shorter
+The settings are those docs/operations.md's "On Redis Cluster" asks of production, with shorter
 timeouts so a failover runs in seconds: cluster-require-full-coverage no (a master that is
 down makes only its own slots fail), cluster-node-timeout 1000 ms.
 """

@@ -170,9 +170,9 @@ async def _failures_counted(request: Request, res: Resources, check: Awaitable[P
 
 async def authorize(request: Request, res: Resources, scope: Scope) -> Principal:
     """The request's key if it holds `scope`, is within its request rate and, for a route with a
-    `{mode}` in its path, may act on that mode; else 401, 403 or 429. What `require` checks, for
-    a route that runs below the dependency layer. A mode named in a body or query is checked by
-    its route, with the same auth_service.require_mode."""
+    `{mode}` in its path, may act on that mode; else 401, 403 or 429: what `require` checks. A
+    mode named in a body or query is checked by its route, with the same
+    auth_service.require_mode."""
     key = await authenticate(request, res, bearer_token(request), scope)
     request.state.api_key_id = key.key_id
     wait = res.limits.take(key.key_id)

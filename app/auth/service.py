@@ -99,7 +99,7 @@ KEY_CACHE_SECONDS = 5.0
 # Known keys and unknown ids apart, each bounded: a flood of random keys (each one an unknown
 # id) evicts only other unknown ids, never the keys in use, and memory stays flat. Unknown ids
 # are kept only so a client repeating a revoked key does not cost a query each time: a few
-# hundred do (full, they take about 80 KB).
+# hundred do (their memory under a flood: docs/benchmarks.md, "A flood of random keys").
 KNOWN_KEYS_CACHED = 1024
 UNKNOWN_KEYS_CACHED = 256
 _known: TTLCache[str, Principal] = TTLCache(maxsize=KNOWN_KEYS_CACHED, ttl=KEY_CACHE_SECONDS)

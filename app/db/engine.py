@@ -1,7 +1,7 @@
 """Engine and session factory, built once in the app's lifespan.
 
 The same settings serve a direct PostgreSQL and one behind PgBouncer in transaction pooling
-(README, "Behind PgBouncer"), where consecutive transactions of one client may run on
+(docs/operations.md, "Behind PgBouncer"), where consecutive transactions of one client may run on
 different server connections, so nothing may outlive a transaction:
 - no server-side prepared statements (psycopg prepares a query after 5 runs by default, and
   the next transaction may land where that statement does not exist);

@@ -68,7 +68,7 @@ def _options(timeout: float, cluster: ClusterUrl | None) -> dict[str, Any]:
             ssl=cluster.tls,
             username=cluster.username,
             password=cluster.password,
-            # With cluster-require-full-coverage no (README), the slots of a master that is down
+            # With cluster-require-full-coverage no (docs/operations.md), the slots of a master that is down
             # fail alone: the client must not refuse the whole cluster for them.
             require_full_coverage=False,
         )

@@ -1,7 +1,7 @@
 """redis-py's asyncio connections, packing commands with hiredis.
 
-redis-py's asyncio client packs every command in Python, about 2 µs per argument on the
-benchmark machine, and claiming a thousand matches sends over three thousand keys.
+redis-py's asyncio client packs every command's arguments one by one in Python, and claiming
+a thousand matches sends over three thousand keys (docs/benchmarks.md, "Matchmaking queue").
 hiredis.pack_command writes the same bytes in C. Anything it refuses (a bool, say) goes to
 redis-py's own packing, which raises redis-py's usual error.
 """

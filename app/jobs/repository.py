@@ -448,8 +448,8 @@ _STAGED = {
     "matches": ("replay_matches", "s.id = t.id", ("quality", "response", "applied_seq")),
 }
 # A fresh match_players: the rated matches' participants whole from the staged rows, every
-# other match's as they are. Matching the old rows to the staged ones by (match, player id)
-# instead took 1.29-1.39 s on ATP singles' 387,302 rows, this 1.00 s.
+# other match's as they are: cheaper than matching the old rows to the staged ones by (match,
+# player id) (docs/benchmarks.md, "Replay").
 _MATCH_PLAYERS = (
     "match_pk", "player_id", "mode", "team", "rank", "weight", "coefficient",
     "mu_before", "sigma_before", "mu_after", "sigma_after",
@@ -472,7 +472,8 @@ async def rewrite(session: AsyncSession, table: str, fresh: bool, mode: str) -> 
     staged, condition, replaced = _STAGED[table]
     if table == "match_players":
         # Their sizes for the planner, which otherwise joined them by sorting both (temporary
-        # tables get no autovacuum analyse): on ATP singles, 0.15 s of analyse saved 0.6 s.
+        # tables get no autovacuum analyse); the analyse costs less than it saves
+        # (docs/benchmarks.md, "Replay").
         await conn.execute("ANALYZE replay_participants, replay_players")
     if fresh and table == "match_players":
         missing = set(await columns_of(conn, table)) - set(_MATCH_PLAYERS)

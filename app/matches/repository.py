@@ -97,7 +97,7 @@ _CLAIM = f"""
     SELECT match_id, body_hash, played_at, response, void FROM taken
 """
 
-# One fixed lock order (mode, player id) for every transaction: no deadlocks (DESIGN.md). A
+# One fixed lock order (mode, player id) for every transaction: no deadlocks (docs/design.md). A
 # statement of its own, after the claim: in one statement the order of the two would not be
 # fixed. Rows of matches that turn out to be retries are locked for nothing until commit.
 _LOCK = """

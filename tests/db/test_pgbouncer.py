@@ -1,4 +1,4 @@
-"""Through PgBouncer in transaction pooling (README, "Behind PgBouncer"): the statement
+"""Through PgBouncer in transaction pooling (docs/operations.md, "Behind PgBouncer"): the statement
 timeout holds, nothing is prepared server-side, and migrations run."""
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ natural parameters (precision pi, precision·mean tau); the flat message is (0, 
 
 Why compiled: a pass is a chain, each game seeing the previous ones. Vectorised with NumPy
 it runs level by level (games sharing no skill), and ATP singles has 11,223 levels of ~17
-games a pass, so its cost was NumPy's per-call overhead (~78 µs a level for ~60 array
-operations, 80 s to the fixed point). Here a game costs ~135 ns (busy machine)
-(docs/benchmarks.md, "TrueSkill Through Time").
+games a pass, so its cost was NumPy's per-call overhead, some 60 array operations a level
+whatever the level's size. Compiled, a pass costs its games only (docs/benchmarks.md,
+"TrueSkill Through Time").
 
 The truncation factor's V and W and the evidence are `app.rating.truncation` and
 `app.rating.normal`'s own functions, compiled from their source (numba's register_jitable
