@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from app.config import Settings, describe_error
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
-from app.progress import Bar
+from app.progress import Bar, end_line
 
 USAGE, FAILURE = 2, 1
 # The commands whose work is long, with a progress bar from the moment they start: the modules
@@ -55,6 +55,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, with its errors on one line (its default prints the usage first)."""
 
     def error(self, message: str) -> NoReturn:
+        end_line()  # after a long command's first bar
         self.exit(USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -424,7 +425,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
         Bar(given[0]).show(0.0, "starting")
     args = build_parser(prog).parse_args(given)
     try:
-        return run(args, given)
+        try:
+            return run(args, given)
+        except BaseException:
+            end_line()  # a bar's line left open on a terminal: the error gets a line of its own
+            raise
     except Abort as exc:
         print(str(exc) if str(exc).startswith("configuration error") else f"error: {exc}", file=sys.stderr)
         return exc.status

@@ -30,8 +30,9 @@ T = TypeVar("T")
 Show = Callable[[float], Awaitable[None]]
 # How often a watcher looks at the value: a bar on a terminal, and a job's row.
 EVERY_S = 0.25
-# A value is shown to this many decimals (a job's row keeps 4): a smaller move is no move.
-DECIMALS = 4
+# A value is shown to this many decimals: a smaller move is no move. Fine enough that a timed
+# part whose statement runs many times longer than expected still moves every second.
+DECIMALS = 6
 
 
 async def _hidden(_: float) -> None:
@@ -181,12 +182,23 @@ def run_watched(
     return asyncio.run(run())
 
 
+def end_line() -> None:
+    """End the line a bar left open on a terminal, so that what is printed next (an error)
+    starts a line of its own."""
+    if Bar.open_line is not None:
+        Bar.open_line.write("\n")
+        Bar.open_line.flush()
+        Bar.open_line = None
+
+
 class Bar:
     """A progress bar on stderr: redrawn in place on a terminal; otherwise (logs, CI) a line
     when a tenth is crossed, the label changes, or a second has passed since the last line
     and the value has moved, so a log shows the work moving at least once a second."""
 
     LINE_EVERY_S = 0.75
+    # The terminal stream whose line a bar left open (redrawn in place, no newline yet).
+    open_line: TextIO | None = None
 
     def __init__(self, label: str, total: float = 1.0, stream: TextIO | None = None) -> None:
         self.label, self.total = label, max(total, 1e-12)
@@ -209,7 +221,7 @@ class Bar:
         share = self.done / self.total
         now = time.perf_counter()
         if self._tty:
-            key = (int(share * 1000), self.phase)
+            key = (int(share * 10000), self.phase)
             due = key != self._shown
         else:
             key = (int(share * 10), self.phase)
@@ -226,10 +238,11 @@ class Bar:
         filled = int(share * 30)
         elapsed = time.perf_counter() - self.started
         phase = f" {self.phase}" if self.phase else ""
-        line = f"{self.label:<10} [{'#' * filled}{'.' * (30 - filled)}] {share:6.1%} {elapsed:6.1f}s{phase}"
+        line = f"{self.label:<10} [{'#' * filled}{'.' * (30 - filled)}] {share:7.2%} {elapsed:6.1f}s{phase}"
         # On a terminal, padded over a longer line drawn before (a longer phase name).
         self.stream.write(("\r" if self._tty else "") + (line.ljust(72) if self._tty else line) + end)
         self.stream.flush()
+        Bar.open_line = self.stream if end == "" else None
 
     def finish(self) -> None:
         self.done = self.total

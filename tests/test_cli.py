@@ -39,7 +39,7 @@ def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 # A line of a command's progress bar (app/progress.py), drawn from the start of its work.
-BAR_LINE = re.compile(r"^\S+ +\[[#.]{30}\] +\d+\.\d%")
+BAR_LINE = re.compile(r"^\S+ +\[[#.]{30}\] +\d+\.\d+%")
 
 
 def failure_line(result: subprocess.CompletedProcess[str], status: int) -> str:

@@ -125,4 +125,4 @@ def test_a_bar_in_a_log_prints_a_line_per_tenth_and_for_each_phase() -> None:
     bar.finish()
     lines = stream.getvalue().splitlines()
     assert [line.split()[-1] for line in lines] == ["reading", "reading", "loading", "loading"]
-    assert [line.split("]")[1].split()[0] for line in lines] == ["0.0%", "15.0%", "16.0%", "100.0%"]
+    assert [line.split("]")[1].split()[0] for line in lines] == ["0.00%", "15.00%", "16.00%", "100.00%"]

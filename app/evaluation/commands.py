@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from app.evaluation import chgk, histories, predictive, synthetic
 from app.evaluation.datasets import ENVIRONMENT, NOT_SHIPPED, DatasetMissing, named, root
 from app.evaluation.tournaments import Tournament, TournamentParameters, compare, table
-from app.progress import Bar, Progress, run_watched
+from app.progress import Bar, Progress, end_line, run_watched
 from app.rating.history.tuning import fit_hyperparameters
 
 T = TypeVar("T")
@@ -42,6 +42,7 @@ def reported(run: Callable[[argparse.Namespace], None], args: argparse.Namespace
     try:
         run(args)
     except DatasetMissing as exc:
+        end_line()
         print(str(exc), file=sys.stderr)
         return 2
     return 0
