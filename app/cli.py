@@ -29,12 +29,9 @@ from pydantic import ValidationError
 
 from app.config import Settings, describe_error
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
-from app.progress import Bar, end_line
+from app.progress import Bar, end_line, show_start
 
 USAGE, FAILURE = 2, 1
-# The commands whose work is long, with a progress bar from the moment they start: the modules
-# they need (NumPy, numba, SQLAlchemy, …) are imported after it, a second or more.
-LONG_COMMANDS = ("import", "replay", "smooth", "evaluate-history", "evaluate-tournaments", "fit-history")
 # Under DATA_DIR: where `serve` leaves a generated admin key when stdout is not a terminal.
 BOOTSTRAP_KEY_FILE = "bootstrap-admin-key"
 
@@ -421,8 +418,7 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
     given = list(sys.argv[1:] if argv is None else argv)
-    if given and given[0] in LONG_COMMANDS and "-h" not in given and "--help" not in given:
-        Bar(given[0]).show(0.0, "starting")
+    show_start(given)  # before the command's modules are imported (app/__main__.py: before this one)
     args = build_parser(prog).parse_args(given)
     try:
         try:

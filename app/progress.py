@@ -182,6 +182,19 @@ def run_watched(
     return asyncio.run(run())
 
 
+# The commands whose work is long, with a progress bar from the moment they start: the modules
+# they need (NumPy, numba, SQLAlchemy, …) are imported after it, a second or more.
+LONG_COMMANDS = ("import", "replay", "smooth", "evaluate-history", "evaluate-tournaments", "fit-history")
+_started: list[str] = []
+
+
+def show_start(argv: list[str]) -> None:
+    """A long command's first bar line, at once (once per process; not for --help)."""
+    if argv and argv[0] in LONG_COMMANDS and not {"-h", "--help"} & set(argv) and not _started:
+        _started.append(argv[0])
+        Bar(argv[0]).show(0.0, "starting")
+
+
 def end_line() -> None:
     """End the line a bar left open on a terminal, so that what is printed next (an error)
     starts a line of its own."""

@@ -36,6 +36,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -204,6 +205,7 @@ def main() -> None:
         servers.stop()
     if atp is not None:
         rows.append(("import atp again after an erasure", _reimport_after_erasure(env, folder, player, atp)))
+    shutil.rmtree(folder, ignore_errors=True)
     print("\n| work | first update (s) | longest gap (s) | total (s) | exit |")
     print("|---|---|---|---|---|")
     for name, (first, gap, total, status) in rows:

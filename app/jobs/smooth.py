@@ -62,25 +62,35 @@ def at_day(days: float) -> dt.datetime:
 
 
 class Way:
-    """The share of a smooth's sweeps done: those left are estimated from how fast the distance
-    to the fixed point shrinks (a sweep contracts it by about a constant factor, so
-    log(distance / epsilon) / -log(factor) sweeps remain), capped by the iterations left."""
+    """The share of a smooth's sweeps done. Those left are estimated from how fast the distance
+    to the fixed point shrinks: by about a constant factor r a sweep, so log(distance/epsilon)
+    / -log(r) remain, r measured over the last WINDOW sweeps (accelerated sweeps make one
+    sweep's ratio noisy). Each sweep moves the share at least by its part of what is left at
+    the iteration cap, so it moves every sweep even while the estimate falls back."""
+
+    WINDOW = 8
 
     def __init__(self, epsilon: float, iterations: int) -> None:
         self.epsilon, self.iterations = epsilon, iterations
-        self.last: float | None = None
+        self.distances: list[float] = []
+        self.share = 0.0
 
     def __call__(self, sweeps: int, distance: float) -> float:
-        last, self.last = self.last, distance
-        if distance <= self.epsilon:
-            return 1.0
-        capped = sweeps / max(self.iterations, 1)
-        # No rate yet: the first sweep, a distance not measured yet, or one that grew (the
-        # measure moved from the step to the distance estimate, an extrapolation overshot).
-        if last is None or not (0.0 < self.epsilon < distance < last < math.inf):
-            return capped
-        left = math.log(distance / self.epsilon) / -math.log(distance / last)
-        return max(capped, sweeps / (sweeps + min(left, self.iterations - sweeps)))
+        self.distances.append(distance)
+        floor = self.share + (1.0 - self.share) / max(self.iterations - sweeps + 1, 1)
+        self.share = min(1.0, max(floor, 1.0 if distance <= self.epsilon else self._estimate(sweeps)))
+        return self.share
+
+    def _estimate(self, sweeps: int) -> float:
+        recent = self.distances[-self.WINDOW - 1 :]
+        then, now = recent[0], recent[-1]
+        # No rate: a distance not measured (inf) at either end of the window, or one that grew
+        # over it (an extrapolation overshot).
+        if len(recent) < 2 or not (0.0 < self.epsilon < now < then < math.inf):
+            return 0.0
+        rate = (now / then) ** (1.0 / (len(recent) - 1))
+        left = max(math.log(now / self.epsilon) / -math.log(rate), 1.0)  # one sweep at least
+        return sweeps / (sweeps + min(left, self.iterations - sweeps))
 
 
 def smooth(
@@ -122,7 +132,7 @@ def smooth(
             params.iterations,
             progress=lambda sweeps, distance: sweeping.update(way(sweeps, distance)),
         )
-    with progress.part(1.0, expect=CURVES_S * count), collection.paused():
+    with progress.part(1.0, "curves", expect=CURVES_S * count), collection.paused():
         curves = [
             (name, [t for t, _ in points], [g.mu for _, g in points], [g.sigma for _, g in points])
             for name, points in history.learning_curves().items()

@@ -256,9 +256,9 @@ class History:
         Until then the sweeps are the package's iterates, and the stopping test is stricter
         than its step test, so a call never stops further from the answer than the package.
         `verbose` prints each sweep (off by default, unlike the package); `progress`, if
-        given, is called after each sweep with the number of sweeps done and how far the
-        curves are from the fixed point: `distance`, or the sweep's step while the distance
-        is not measured yet (a caller may show the way from the first to `epsilon`).
+        given, is called after each sweep with the number of sweeps done and what must fall
+        to `epsilon` for the sweeps to stop: the larger of the step and `distance` (inf while
+        the distance is not measured).
         """
         flat = self._flat
         steps: list[float] = []
@@ -288,7 +288,7 @@ class History:
             if verbose:
                 print(f"Iteration = {done}, step = {step}, distance = {self.distance}")
             if progress is not None:
-                progress(done, self.distance if self.distance < INF else steps[-1])
+                progress(done, max(steps[-1], self.distance))
             if converged:
                 break
             if anderson is not None and x is not None and (engaged or _linear(ratios)):
