@@ -205,11 +205,13 @@ def end_line() -> None:
 
 
 class Bar:
-    """A progress bar on stderr: redrawn in place on a terminal; otherwise (logs, CI) a line
-    when a tenth is crossed, the label changes, or a second has passed since the last line
-    and the value has moved, so a log shows the work moving at least once a second."""
+    """A progress bar on stderr: redrawn in place on a terminal (at each 0.01%, and every half
+    second while the value moves); otherwise (logs, CI) a line when a tenth is crossed, the
+    label changes, or most of a second has passed since the last line and the value has moved,
+    so a log shows the work moving at least once a second."""
 
     LINE_EVERY_S = 0.75
+    REDRAW_EVERY_S = 0.5
     # The terminal stream whose line a bar left open (redrawn in place, no newline yet).
     open_line: TextIO | None = None
 
@@ -234,8 +236,10 @@ class Bar:
         share = self.done / self.total
         now = time.perf_counter()
         if self._tty:
+            # Each visible step, and at least every half second while the value moves (a step
+            # far slower than expected moves by less than 0.01% a second).
             key = (int(share * 10000), self.phase)
-            due = key != self._shown
+            due = key != self._shown or (now - self._line_at >= self.REDRAW_EVERY_S and share > self._drawn)
         else:
             key = (int(share * 10), self.phase)
             due = key != self._shown or (now - self._line_at >= self.LINE_EVERY_S and share > self._drawn)

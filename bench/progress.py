@@ -62,7 +62,7 @@ def watch(command: list[str], env: dict[str, str]) -> tuple[float, float, float,
                                stderr=secondary, env=env, cwd=ROOT)  # fmt: skip
     os.close(secondary)
     updates: list[float] = []
-    pending = b""
+    continuing = False  # the last chunk ended inside a redraw, already counted at its start
     while True:
         ready, _, _ = select.select([primary], [], [], 0.05)
         if ready:
@@ -73,10 +73,12 @@ def watch(command: list[str], env: dict[str, str]) -> tuple[float, float, float,
             if not chunk:
                 break
             now = time.perf_counter()
-            pending += chunk
-            parts = _SEGMENT.split(pending)
-            pending = parts.pop()
-            updates += [now for part in parts if part.strip()]
+            # An update counts when it starts to arrive (a bar redrawn in place ends with no
+            # newline until the next redraw).
+            for number, part in enumerate(_SEGMENT.split(chunk)):
+                if part.strip() and not (number == 0 and continuing):
+                    updates.append(now)
+            continuing = not chunk.endswith((b"\r", b"\n"))
         elif process.poll() is not None:
             break
     status = process.wait()
