@@ -1,5 +1,5 @@
-"""Work the service does beside requests, in the same process: history jobs and folding
-leaderboard counts.
+"""Work the service does beside requests, in the same process: history jobs, folding
+leaderboard counts, and moving the leaderboards of modes with drift forward (daily).
 
 Every instance runs these loops. Jobs are claimed with SKIP LOCKED and folding takes an
 advisory lock, so instances never do the same work twice and no leader is needed.
@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.jobs import service as jobs
+from app.leaderboards import drift
 from app.leaderboards import repository as leaderboards
 
 log = logging.getLogger(__name__)
@@ -54,4 +55,5 @@ async def maintain(sessions: async_sessionmaker[AsyncSession], every_s: float) -
     await asyncio.gather(
         _every(every_s, lambda: compact_leaderboards(sessions), "leaderboard folding"),
         _every(min(JOB_POLL_S, every_s), lambda: run_jobs(sessions), "job runner"),
+        _every(every_s, lambda: drift.rerank_due(sessions), "drift re-rank"),
     )

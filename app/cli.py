@@ -338,7 +338,12 @@ def openapi_document() -> str:
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
-    from app.evaluation.commands import add_fit_history_parser, add_predictive_parser, add_tournaments_parser
+    from app.evaluation.commands import (
+        add_fit_drift_parser,
+        add_fit_history_parser,
+        add_predictive_parser,
+        add_tournaments_parser,
+    )
     from app.imports import commands as history_commands
     from app.simulation import commands as simulation_commands
 
@@ -366,6 +371,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     revoke.add_argument("id")
     add_tournaments_parser(commands)
     add_fit_history_parser(commands)
+    add_fit_drift_parser(commands)
     add_predictive_parser(commands)
     history_commands.add_parsers(commands)
     simulation_commands.add_parser(commands)
@@ -388,13 +394,21 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     # SIGTERM unwinds like Ctrl-C, so servers a command started are stopped (its default
     # action ends the process on the spot).
     signal.signal(signal.SIGTERM, _terminate)
-    from app.evaluation.commands import reported, run_fit_history, run_predictive, run_tournaments
+    from app.evaluation.commands import (
+        reported,
+        run_fit_drift,
+        run_fit_history,
+        run_predictive,
+        run_tournaments,
+    )
     from app.simulation import commands as simulation_commands
 
     if args.command == "evaluate-tournaments":
         return reported(run_tournaments, args)
     if args.command == "fit-history":
         return reported(run_fit_history, args)
+    if args.command == "fit-drift":
+        return reported(run_fit_drift, args)
     if args.command == "evaluate-history":
         return reported(run_predictive, args)
     if args.command == "openapi":

@@ -1,6 +1,7 @@
 """Leaderboard reads at a million players, through the API, beside the plain count.
 
     python bench/leaderboard.py [--players 1000000] [--reads 2000] [--datasets DIR | --no-history]
+    python bench/leaderboard.py --no-history --only-under-writes   # issue 39's check, ~2 minutes
 
 1. Starts the service the way `make run` does (`python -m app serve`, embedded
    PostgreSQL and Redis under a temp DATA_DIR).
@@ -10,6 +11,11 @@
 4. Baseline, same database: the rank as a plain `count(*)` of the rows ahead in the
    leaderboard index, the query the per-bucket counts replace.
 5. Checks that a rank read right after a match reflects it.
+5b. Under writes (issue 39): a random player's rank (`GET /v1/leaderboards/{mode}/players/{id}`)
+   while WRITERS clients post 1v1 matches between the seeded players, three times: without
+   drift, with drift_per_day (every seeded player last played up to 200 days ago, so the
+   stored `conservative` is drifted), and with drift and tiers. `--only-under-writes` runs
+   only this after the seeding.
 6. History work on the same database, as ops run it: `python -m app import` of ATP
    singles (195k matches, the recipe of docs/import.md) with its replay, then `python -m app
    smooth` (TrueSkill Through Time, 10 iterations) of that mode. ATP singles are not shipped
@@ -32,6 +38,7 @@ import os
 import random
 import statistics
 import subprocess
+import threading
 import time
 
 import httpx
@@ -42,6 +49,11 @@ from app.evaluation.datasets import ENVIRONMENT, DatasetMissing, root
 from bench.serving import serving
 
 MODE = "bench-lb"
+WRITERS = 8
+DRIFT = 0.04
+TIERS = [
+    {"name": n, "min": m} for n, m in (("bronze", -100.0), ("silver", 0.0), ("gold", 10.0), ("diamond", 20.0))
+]
 
 
 def seed(url: str, players: int) -> float:
@@ -54,10 +66,12 @@ def seed(url: str, players: int) -> float:
         # One statement: the trigger counts the million rows in one grouped insert.
         conn.execute(
             f"""
-            INSERT INTO ratings (player_id, mode, mu, sigma, conservative, matches)
-            SELECT s.id, m.name, s.mu, s.sigma, {conservative_sql("s.mu", "s.sigma")}, s.matches FROM (
+            INSERT INTO ratings (player_id, mode, mu, sigma, conservative, matches, last_played_at)
+            SELECT s.id, m.name, s.mu, s.sigma, {conservative_sql("s.mu", "s.sigma")}, s.matches, s.last
+            FROM (
                 SELECT 'L' || g AS id, 25 + 8 * (random() + random() + random() - 1.5) AS mu,
-                       0.8 + 7.5 * random() AS sigma, (random() * 200)::int AS matches
+                       0.8 + 7.5 * random() AS sigma, (random() * 200)::int AS matches,
+                       now() - random() * interval '200 days' AS last
                 FROM generate_series(1, %(players)s) g
             ) AS s, modes m WHERE m.name = %(mode)s
             """,
@@ -77,6 +91,45 @@ def timed(http: httpx.Client, paths: list[str]) -> list[float]:
         if response.status_code != 200:
             raise SystemExit(f"GET {path}: {response.status_code} {response.text}")
     return out
+
+
+def under_writes(
+    base: str, headers: dict[str, str], players: int, reads: int, rng: random.Random
+) -> tuple[list[float], float]:
+    """A random player's rank, read `reads` times while WRITERS clients post 1v1 matches
+    between random seeded players: the read latencies (ms) and the matches posted a second."""
+    stop = threading.Event()
+    posted = [0] * WRITERS
+
+    def write(number: int) -> None:
+        own = random.Random(number)
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
+            while not stop.is_set():
+                a, b = own.sample(range(1, players + 1), 2)
+                match = {
+                    "match_id": f"w{number}-{own.randrange(16**12):012x}",
+                    "mode": MODE,
+                    "teams": [
+                        {"players": [{"id": f"L{a}"}], "rank": 1},
+                        {"players": [{"id": f"L{b}"}], "rank": 2},
+                    ],
+                }
+                http.post("/v1/matches", json=match).raise_for_status()
+                posted[number] += 1
+
+    threads = [threading.Thread(target=write, args=(n,), daemon=True) for n in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    time.sleep(2.0)  # the writers under way
+    started, before = time.perf_counter(), sum(posted)
+    with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+        ids = [f"L{rng.randint(1, players)}" for _ in range(reads)]
+        samples = timed(http, [f"/v1/leaderboards/{MODE}/players/{p}?around=5" for p in ids])
+    rate = (sum(posted) - before) / (time.perf_counter() - started)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    return samples, rate
 
 
 def plain_count_ms(url: str, ids: list[str]) -> list[float]:
@@ -134,12 +187,25 @@ def summary(label: str, samples: list[float], goal: str) -> str:
     return f"| {label} | {statistics.median(ordered):.2f} | {p99:.2f} | {goal} |"
 
 
+def print_under_writes(loaded: list[tuple[str, list[float], float]]) -> None:
+    heading = f"a random player's rank, 5 neighbours, {WRITERS} clients posting"
+    print(f"| {heading} | p50 ms | p99 ms | goal | matches/s |")
+    print("|---|---|---|---|---|")
+    for label, samples, rate in loaded:
+        print(f"{summary(label, samples, 'p99 <= 10 ms')} {rate:,.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--players", type=int, default=1_000_000)
     parser.add_argument("--reads", type=int, default=2000)
     parser.add_argument("--no-history", action="store_true", help="skip the ATP import, replay and smooth")
     parser.add_argument("--datasets", type=Path, metavar="DIR", help=f"holds atp/ (default: ${ENVIRONMENT})")
+    parser.add_argument(
+        "--only-under-writes",
+        action="store_true",
+        help="after seeding, only the reads under writes (issue 39)",
+    )
     args = parser.parse_args()
     datasets = None
     if not args.no_history:
@@ -155,6 +221,25 @@ def main() -> None:
         with httpx.Client(base_url=served.base, headers=headers, timeout=30) as http:
             http.put(f"/v1/modes/{MODE}", json={}).raise_for_status()
             seconds = seed(url, args.players)
+            loaded = []
+            for label, settings in (
+                ("no drift", {}),
+                (f"drift_per_day {DRIFT}", {"drift_per_day": DRIFT}),
+                (f"drift_per_day {DRIFT} and {len(TIERS)} tiers", {"tiers": TIERS}),
+            ):
+                if settings:
+                    http.put(f"/v1/modes/{MODE}", json=settings, timeout=600).raise_for_status()
+                    with psycopg.connect(url, autocommit=True) as conn:
+                        conn.execute("VACUUM ANALYZE ratings")
+                samples, rate = under_writes(served.base, headers, args.players, args.reads, rng)
+                loaded.append((label, samples, rate))
+            if args.only_under_writes:
+                print(f"{args.players:,} rated players; {WRITERS} clients posting 1v1 matches (1 worker)\n")
+                print_under_writes(loaded)
+                return
+            http.put(
+                f"/v1/modes/{MODE}", json={"drift_per_day": 0, "tiers": []}, timeout=600
+            ).raise_for_status()
             ids = [f"L{rng.randint(1, args.players)}" for _ in range(args.reads)]
             timed(http, [f"/v1/leaderboards/{MODE}?limit=100"] * 50)  # warm-up
             top = timed(http, [f"/v1/leaderboards/{MODE}?limit=100"] * args.reads)
@@ -186,6 +271,8 @@ def main() -> None:
     print(summary("GET a random player's rank, 5 neighbours", ranks, "p50 <= 10 ms"))
     print(summary("GET the second page of 100 (keyset cursor)", deep, "-"))
     print(summary("baseline: rank as count(*) over the index (SQL only)", plain, "-"))
+    print()
+    print_under_writes(loaded)
     print(f"\nmiddle player's rank {middle['rank']:,} of {middle['total']:,}")
     seen = "reflected" if after < before else "NOT reflected"
     print(f"rank right after an upset win: {before:,} -> {after:,} ({seen})")

@@ -1,13 +1,15 @@
 """The virtual clock's speed: one simulated hour of 10,000 players at 3 matches each an hour.
 
-    python bench/simulate.py [--players 10000] [--shape 1v1 --shape 4v4]
+    python bench/simulate.py [--players 10000] [--shape 1v1 --shape 4v4 --shape 5v5-roles]
 
 The population arrives over the first 20 minutes (about 8.3 players a second) and stays,
 each player playing matches of 19 minutes (sd 2) with a minute's pause between: a match
 every 20 minutes, 3 an hour, so each player forms 3 matches in the simulated hour. The loop
 is the service's matchmaking (every second of simulated time) and rating, as
 `skillservice simulate` runs it; beside it, in the same run, the same loop with random
-pairing (no quality matchmaking), which shows what the matchmaking itself costs.
+pairing (no quality matchmaking), which shows what the matchmaking itself costs. The role
+queue is docs/scenarios/5v5-roles.toml's: one tank, two damage and two support a team, its
+players' preference mix, parties and avoid lists.
 Goal (issue 40): the hour in at most 60 s of wall time.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +28,26 @@ from app.simulation.reading import scenario_of
 from app.simulation.virtual import run_virtual
 
 GOAL_SECONDS = 60.0
-SHAPES = {"1v1": (2, 1, {"1": 1.0}), "4v4": (2, 4, {"1": 0.7, "2": 0.2, "4": 0.1})}
+SCENARIOS = Path(__file__).resolve().parents[1] / "docs" / "scenarios"
+ROLE_QUEUE = tomllib.loads((SCENARIOS / "5v5-roles.toml").read_text(encoding="utf-8"))
+# Per shape: the mode, the parties, and what the population adds.
+SHAPES: dict[str, tuple[dict[str, Any], dict[str, float], dict[str, Any]]] = {
+    "1v1": ({"teams": 2, "team_size": 1}, {"1": 1.0}, {}),
+    "4v4": ({"teams": 2, "team_size": 4}, {"1": 0.7, "2": 0.2, "4": 0.1}, {}),
+    "5v5-roles": (
+        {"teams": 2, "team_size": 5, "roles": ROLE_QUEUE["mode"]["roles"]},
+        ROLE_QUEUE["parties"],
+        {key: ROLE_QUEUE["population"][key] for key in ("roles", "avoid_probability", "avoid_list")},
+    ),
+}
 
 
 def scenario(players: int, shape: str) -> dict[str, Any]:
-    teams, team_size, parties = SHAPES[shape]
+    mode, parties, population = SHAPES[shape]
     return {
         "seed": 1,
         "duration": "1h",
-        "population": {"size": players},
+        "population": {"size": players, **population},
         # Everyone arrives within the first 20 minutes: one match cycle.
         "arrivals": {"players_per_second": players / 1200},
         "sessions": {
@@ -44,7 +58,7 @@ def scenario(players: int, shape: str) -> dict[str, Any]:
             "match_seconds_sd": 120,
         },
         "parties": parties,
-        "mode": {"teams": teams, "team_size": team_size},
+        "mode": mode,
     }
 
 

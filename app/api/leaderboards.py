@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from app import pagination
 from app.api.deps import ReadKey, SessionDep
+from app.errors import ValidationFailed
 from app.ids import Identifier
 from app.leaderboards import service
 from app.leaderboards.schemas import LeaderboardPage, Standing
@@ -29,11 +30,21 @@ async def get_leaderboard(
     limit: Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT)] = pagination.DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     season: Annotated[Identifier | None, Query(description=SEASON)] = None,
+    tier: Annotated[
+        str | None,
+        Query(
+            max_length=64, description="one tier's players, ranked within it (422 for a tier the mode lacks)"
+        ),
+    ] = None,
 ) -> LeaderboardPage:
     """Players with at least the mode's minimum of matches, by conservative rating
-    descending, ties by player id. With `season`, an ended season's final leaderboard."""
+    descending, ties by player id. With `season`, an ended season's final leaderboard; with
+    `tier`, the live leaderboard's players of that tier, ranked from 1 within it."""
     if season is None:
-        return await service.leaderboard(session, mode, limit, cursor)
+        return await service.leaderboard(session, mode, limit, cursor, tier)
+    if tier is not None:
+        msg = "tier pages read the live leaderboard: give season or tier, not both"
+        raise ValidationFailed(f"query.tier: {msg}", errors=[{"loc": ["query", "tier"], "msg": msg}])
     return await seasons.leaderboard(session, mode, season, limit, cursor)
 
 

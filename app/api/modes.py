@@ -6,6 +6,8 @@ from fastapi import APIRouter
 
 from app.api.deps import AdminKey, ReadKey, SessionDep
 from app.ids import Identifier
+from app.leaderboards import service as leaderboards
+from app.leaderboards.schemas import TierCounts
 from app.modes import service
 from app.modes.schemas import ModeChanged, ModeDetail, ModeList, ModeOut, ModeUpdate
 from app.seasons import service as seasons
@@ -27,13 +29,23 @@ async def get_mode(mode: Identifier, session: SessionDep, _: ReadKey) -> ModeDet
     return ModeDetail.of(found, season=held.season, past_seasons=held.past_seasons)
 
 
+@router.get("/{mode}/tiers", operation_id="get_tier_counts", response_model=TierCounts)
+async def get_tier_counts(mode: Identifier, session: SessionDep, _: ReadKey) -> TierCounts:
+    """How many ranked players each of the mode's tiers holds, lowest tier first: exact after
+    every write (counts kept in each write's transaction); 404 for an unknown mode."""
+    return await leaderboards.tier_counts(session, mode)
+
+
 @router.put("/{mode}", operation_id="put_mode", response_model=ModeChanged)
 async def put_mode(mode: Identifier, body: ModeUpdate, session: SessionDep, _: AdminKey) -> ModeChanged:
     """Create or change a mode. On creation, omitted fields take the TrueSkill defaults
     (beta = sigma/2, tau = sigma/100); on change, omitted fields keep their values.
     Changing rating parameters does not rewrite existing ratings: a replay job does, and the
     answer says `replay_recommended` when the mode has matches. A new conservative_k or
-    min_matches_for_leaderboard applies to the leaderboard at once. 422 when quality_floor
-    would exceed quality_start."""
+    min_matches_for_leaderboard applies to the leaderboard at once, and so does a new
+    drift_per_day (and it recommends a replay). New tiers, demotion_margin, display_scale or
+    display_offset (or k, or the placement matches) re-tier the mode in this request: every
+    ranked player placed afresh where their rating lies. 422 when quality_floor would exceed
+    quality_start, or for tiers out of order or with a repeated name."""
     change = await service.put_mode(session, mode, body)
     return ModeChanged.of(change.mode, replay_recommended=change.replay_recommended)

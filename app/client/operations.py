@@ -15,7 +15,7 @@ import httpx
 from app.auth.schemas import KeyCreated, KeyInfo, KeyList
 from app.client.calls import Request, body, model, no_content, operation
 from app.jobs.schemas import JobAccepted, JobOut
-from app.leaderboards.schemas import LeaderboardPage, Standing
+from app.leaderboards.schemas import LeaderboardPage, Standing, TierCounts
 from app.lobbies.schemas import BalanceIn, BalanceOut, EvaluateIn, EvaluateOut
 from app.matches.schemas import BatchOut, MatchIn, MatchOut
 from app.modes.schemas import ModeChanged, ModeDetail, ModeList, ModeOut, Reset
@@ -116,6 +116,11 @@ class Operations:
         """One mode, with its current season and the past ones."""
         return Request({"mode": name})
 
+    @operation("GET", "/v1/modes/{mode}/tiers", model(TierCounts))
+    def get_tier_counts(self, mode: str) -> Request[TierCounts]:
+        """How many ranked players each of the mode's tiers holds, lowest first."""
+        return Request({"mode": mode})
+
     @operation("PUT", "/v1/modes/{mode}", model(ModeChanged))
     def put_mode(self, /, name: str, **params: Any) -> Request[ModeChanged]:
         """Create a mode or change some of its parameters (admin); `replay_recommended` says
@@ -194,11 +199,16 @@ class Operations:
 
     @operation("GET", "/v1/leaderboards/{mode}", model(LeaderboardPage))
     def get_leaderboard(
-        self, mode: str, limit: int = 50, cursor: str | None = None, season: str | None = None
+        self,
+        mode: str,
+        limit: int = 50,
+        cursor: str | None = None,
+        season: str | None = None,
+        tier: str | None = None,
     ) -> Request[LeaderboardPage]:
-        """A page of the leaderboard (of an ended `season`: as it stood at the switch); pass
-        `next_cursor` back for the next page."""
-        return Request({"mode": mode}, {"limit": limit, "cursor": cursor, "season": season})
+        """A page of the leaderboard (of an ended `season`: as it stood at the switch; of one
+        `tier`: ranked within it); pass `next_cursor` back for the next page."""
+        return Request({"mode": mode}, {"limit": limit, "cursor": cursor, "season": season, "tier": tier})
 
     @operation("GET", "/v1/leaderboards/{mode}/players/{player_id}", model(Standing))
     def get_leaderboard_standing(

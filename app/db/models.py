@@ -50,6 +50,14 @@ class Mode(Base):
     teams: Mapped[int] = mapped_column(Integer, server_default=text("2"))
     team_size: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     min_matches_for_leaderboard: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # Seed 001's gamma per day (migration 0015); the stored `conservative` is drifted to drift_as_of.
+    drift_per_day: Mapped[float] = mapped_column(Double, server_default=text("0.0"))
+    drift_as_of: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    # [{"name", "min"}] ascending on the displayed rating, offset + scale · conservative.
+    tiers: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    demotion_margin: Mapped[float] = mapped_column(Double, server_default=text("0.0"))
+    display_scale: Mapped[float] = mapped_column(Double, server_default=text("1.0"))
+    display_offset: Mapped[float] = mapped_column(Double, server_default=text("0.0"))
     # Width of the leaderboard's count buckets in `conservative`; fixed at creation (sigma/64).
     leaderboard_bucket_width: Mapped[float] = mapped_column(Double, server_default=text("0.13"))
     settings: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
@@ -62,6 +70,8 @@ class Mode(Base):
         CheckConstraint("sigma > 0 AND beta > 0 AND tau >= 0", name="positive_scales"),
         CheckConstraint("draw_probability >= 0 AND draw_probability < 1", name="draw_probability"),
         CheckConstraint("leaderboard_bucket_width > 0", name="leaderboard_bucket_width"),
+        CheckConstraint("drift_per_day >= 0", name="drift_per_day"),
+        CheckConstraint("demotion_margin >= 0", name="demotion_margin"),
     )
 
 

@@ -1,9 +1,11 @@
 """SQL for erasing a player: what is removed, and what is renamed to the player's pseudonym.
 
-Removed: the players row, ratings in every mode (the leaderboard trigger of migration 0003
-counts them out in the same statement, so ranks and counts are exact at commit) and learning
-curves. Renamed: every stored row of history that names the player (`pseudonymise`), so
-other players' before/after values, stored responses and a replay stay as they were.
+Removed: the players row, ratings in every mode (the leaderboard and tier triggers of
+migrations 0003 and 0015 count them out in the same statement, so ranks and counts are exact
+at commit), learning curves, and their rows of every archived season's standings (the ranks
+below close up, the season's counts drop by one: issue 39). Renamed: every stored row of match
+history that names the player (`pseudonymise`), so other players' before/after values, stored
+responses and a replay stay as they were.
 """
 
 from __future__ import annotations
@@ -77,22 +79,34 @@ async def lock_every_mode(session: AsyncSession) -> None:
         await lock_mode(session, mode)
 
 
-# A rating still waiting for its season switch's archive (migration 0009) is archived (and
-# reset) first, so that the ended season's standings keep the player's row, under the pseudonym.
+# An erased player has no place on any leaderboard, archived ones included: their row leaves
+# every ranked season's standings, the ranked rows below theirs move up one, and the season's
+# counts (players archived, players ranked) drop by one. Nothing keeps "last season's number
+# one" to re-identify them by. A row of an archive still being filled is deleted, and the
+# archive ranked later without it; a rating still waiting for its switch's archive is caught
+# up first (archived there, and reset as the switch's counts expect), then deleted with it.
 _ARCHIVE_PENDING = text(
     "SELECT season_catch_up(mode, ARRAY[CAST(:old AS varchar)]) FROM ratings WHERE player_id = :old"
 )
-# Archived season standings keep rank, rating and counts under the pseudonym: those attached
-# (ranked), and those of a switch still filling its archive (not a partition yet).
-_STANDINGS = text("UPDATE season_standings SET player_id = :new WHERE player_id = :old")
+_STANDINGS = text("""
+    WITH gone AS (
+        DELETE FROM season_standings WHERE player_id = :old RETURNING season_id, rank
+    ), closed AS (
+        UPDATE season_standings s SET rank = s.rank - 1
+        FROM gone g WHERE s.season_id = g.season_id AND g.rank IS NOT NULL AND s.rank > g.rank
+    )
+    UPDATE seasons s SET players = s.players - 1,
+                         ranked = s.ranked - CASE WHEN g.rank IS NULL THEN 0 ELSE 1 END
+    FROM gone g WHERE s.id = g.season_id
+""")
 
 
 def _filling_standings(season_id: int) -> TextClause:
-    return text(f"UPDATE {seasons.partition(season_id)} SET player_id = :new WHERE player_id = :old")
+    return text(f"DELETE FROM {seasons.partition(season_id)} WHERE player_id = :old")
 
 
-# Every table that keeps history naming a player, renamed in this order.
-_RENAMES = [_ARCHIVE_PENDING, _MATCHES, _SEEDS, _STANDINGS]
+# Every table that keeps match history naming a player, renamed in this order.
+_RENAMES = [_ARCHIVE_PENDING, _MATCHES, _SEEDS]
 
 
 async def hold_filling_archives(session: AsyncSession) -> None:
@@ -104,12 +118,13 @@ async def hold_filling_archives(session: AsyncSession) -> None:
 
 
 async def pseudonymise(session: AsyncSession, player_id: str, pseudonym: str) -> None:
-    """Rename the player to the pseudonym in every stored row that keeps history (_RENAMES,
-    then the archives being filled). The caller holds every mode's lock: no switch starts an
-    archive meanwhile."""
+    """Rename the player to the pseudonym in every stored row that keeps match history
+    (_RENAMES), and take them out of every season's archive, ranked or being filled. The
+    caller holds every mode's lock: no switch starts an archive meanwhile."""
     params = {"old": player_id, "new": pseudonym}
     for statement in _RENAMES:
         await session.execute(statement, params)
+    await session.execute(_STANDINGS, params)
     for season_id in await seasons.filling(session):
         # Held already, unless its switch committed after hold_filling_archives listed them.
         await seasons.hold_filling(session, season_id)

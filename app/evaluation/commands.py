@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from app.evaluation import chgk, histories, predictive, synthetic
+from app.evaluation import chgk, drift, histories, predictive, synthetic
 from app.evaluation.datasets import ENVIRONMENT, NOT_SHIPPED, DatasetMissing, named, root
 from app.evaluation.tournaments import Tournament, TournamentParameters, compare, table
 from app.progress import Bar, Progress, end_line, run_watched
@@ -165,6 +165,35 @@ def run_fit_history(args: argparse.Namespace) -> None:
         f"\nbest: sigma={best.sigma:.4g} gamma={best.gamma:.4g} p_draw={best.p_draw:.4g} "
         f"log evidence={best.log_evidence:.3f} (start {path[0].log_evidence:.3f})"
     )
+
+
+def add_fit_drift_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = commands.add_parser(
+        "fit-drift",
+        help="choose a mode's drift_per_day by the online evidence of the service's ratings",
+    )
+    parser.add_argument("--source", choices=("football", "atp"), action="append", help="default: football")
+    add_datasets_argument(parser)
+    parser.add_argument("--rounds", type=int, default=16, help="golden-section steps")
+
+
+def run_fit_drift(args: argparse.Namespace) -> None:
+    for source in args.source or ["football"]:
+        data = histories.LOADERS[source](root(source, args.datasets))
+        started = time.perf_counter()
+        best, trials = drift.fit(data, args.rounds)
+        none = drift.evidence(data, 0.0)
+        print(f"## {source}: {len(data.times):,} games, draws {data.draw_share:.1%}; mode defaults")
+        print("| drift_per_day | log evidence / game, first 70% | last 30% | all |")
+        print("|---|---|---|---|")
+        for trial in (none, *sorted(trials, key=lambda t: t.gamma)):
+            print(f"| {trial.gamma:.4g} | {trial.train:.5f} | {trial.test:.5f} | {trial.whole:.5f} |")
+        print(
+            f"\nbest drift_per_day={best.gamma:.4g}: per game {best.train - none.train:+.5f} (first 70%), "
+            f"{best.test - none.test:+.5f} (last 30%), {best.whole - none.whole:+.5f} (all) over no drift "
+            f"({time.perf_counter() - started:.0f} s)\n",
+            flush=True,
+        )
 
 
 # Hyperparameters per dataset: the paper's ATP values (seed 001 §2.4: sigma 1.6, gamma

@@ -25,8 +25,10 @@ from app import collection
 from app.ids import is_pseudonym
 from app.matches.responses import RatedEntries, response_data
 from app.matches.schemas import wire_json
+from app.matches.tiering import Walked, walk
 from app.rating import TrueSkill
-from app.rating.levels import Matches, rate_levels
+from app.rating.levels import Drift, Matches, rate_levels
+from app.rating.tiers import Tiers
 
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.int64]
@@ -66,6 +68,7 @@ class State:
     draws: Index
     last_us: Index
     index: dict[str, int] = field(default_factory=dict)
+    tier: list[int | None] = field(default_factory=list)
 
     def adopt(self, names: list[str], env: TrueSkill, seeds: dict[str, tuple[float, float]]) -> Index:
         """State indices of `names`; players not yet here start at their seed or the prior."""
@@ -84,6 +87,7 @@ class State:
             self.losses = np.concatenate((self.losses, zeros))
             self.draws = np.concatenate((self.draws, zeros))
             self.last_us = np.concatenate((self.last_us, np.full(len(new), NEVER, dtype=np.int64)))
+            self.tier.extend([None] * len(new))
         index = self.index
         return np.array([index[name] for name in names], dtype=np.int64)
 
@@ -109,6 +113,18 @@ class Rated:
     rated: Mask
     skipped: list[str]
     player: Index  # each entry's player, as a State index
+    walked: Walked | None = None  # placements and tiers (app.matches.tiering)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """What a mode shows of a rating beside it: drift per day (app.rating.drift), placement
+    matches and tiers, and k of the conservative estimate the tiers read."""
+
+    k: float = 3.0
+    drift_per_day: float = 0.0
+    placements: int = 0
+    tiers: Tiers | None = None
 
 
 def rate(
@@ -117,17 +133,36 @@ def rate(
     state: State,
     seeds: dict[str, tuple[float, float]],
     progress: Callable[[float], None] = lambda _: None,
+    ranking: Ranking = Ranking(),
 ) -> Rated:
-    """Rate `history` on top of `state` (updated in place), level by level (app/rating/levels.py)."""
+    """Rate `history` on top of `state` (updated in place), level by level (app/rating/levels.py),
+    with the drift, placements and tiers of `ranking`, as the match pipeline rates posts."""
     named = history.entries
     player = state.adopt(history.names, env, seeds)[named.player] if len(named.player) else named.player
     matches = replace(named, player=player)
-    done = rate_levels(env, matches, state.mu, state.sigma, progress)
+    drift = (
+        Drift(ranking.drift_per_day, history.played_us, state.last_us) if ranking.drift_per_day > 0 else None
+    )
+    done = rate_levels(env, matches, state.mu, state.sigma, progress, drift)
     skipped = [f"{history.match_ids[i]}: {reason}" for i, reason in sorted(done.refused.items())]
     out = Rated(
         done.before_mu, done.before_sigma, done.after_mu, done.after_sigma, done.quality, done.rated,
         skipped, player,
     )  # fmt: skip
+    if history.matches and (ranking.tiers is not None or ranking.placements > 0):
+        count = history.matches
+        out.walked = walk(
+            matches.start.tolist(),
+            player.tolist(),
+            done.rated.tolist(),
+            done.after_mu,
+            done.after_sigma,
+            [ranking.k] * count,
+            [ranking.tiers] * count,
+            [ranking.placements] * count,
+            state.matches.tolist(),
+            state.tier,
+        )
     if history.matches:
         _count(history, player, out.rated, done.wins, done.losses, done.draws, state)
     return out
@@ -151,13 +186,17 @@ def instant(us: int) -> dt.datetime:
     return EPOCH + dt.timedelta(microseconds=us)
 
 
-def responses(mode: str, k: float, history: ReplayMatches, rated: Rated) -> list[tuple[int, float, str]]:
+def responses(
+    mode: str, k: float, history: ReplayMatches, rated: Rated, ranking: Ranking = Ranking()
+) -> list[tuple[int, float, str]]:
     """(match pk, quality, stored response) of every rated match, in replay order."""
     with collection.paused():  # objects without cycles, millions of them (app/collection.py)
-        return _responses(mode, k, history, rated)
+        return _responses(mode, k, history, rated, ranking)
 
 
-def _responses(mode: str, k: float, history: ReplayMatches, rated: Rated) -> list[tuple[int, float, str]]:
+def _responses(
+    mode: str, k: float, history: ReplayMatches, rated: Rated, ranking: Ranking
+) -> list[tuple[int, float, str]]:
     moments: dict[int, dt.datetime] = {}
     played_at = [moments.get(us) or moments.setdefault(us, instant(us)) for us in history.played_us.tolist()]
     count = history.matches
@@ -175,6 +214,9 @@ def _responses(mode: str, k: float, history: ReplayMatches, rated: Rated) -> lis
             before_sigma=rated.before_sigma,
             after_mu=rated.after_mu,
             after_sigma=rated.after_sigma,
+            tiers=[ranking.tiers] * count,
+            placements=[ranking.placements] * count,
+            walked=rated.walked,
         )
     )
     return [
@@ -198,6 +240,7 @@ class NewRating:
     losses: int
     draws: int
     last_played_at: dt.datetime | None
+    tier: int | None = None
 
 
 def new_ratings(state: State) -> list[NewRating]:
@@ -213,8 +256,9 @@ def new_ratings(state: State) -> list[NewRating]:
             losses,
             draws,
             None if last == NEVER else instant(last),
+            tier,
         )
-        for name, mu, sigma, matches, wins, losses, draws, last in zip(
+        for name, mu, sigma, matches, wins, losses, draws, last, tier in zip(
             state.names,
             state.mu.tolist(),
             state.sigma.tolist(),
@@ -223,6 +267,7 @@ def new_ratings(state: State) -> list[NewRating]:
             state.losses.tolist(),
             state.draws.tolist(),
             state.last_us.tolist(),
+            state.tier,
             strict=True,
         )
         if not is_pseudonym(name)

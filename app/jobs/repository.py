@@ -299,7 +299,7 @@ async def _staging(conn: psycopg.AsyncConnection[Any]) -> None:
     await conn.execute("""
         CREATE TEMP TABLE IF NOT EXISTS replay_ratings (
             player_id varchar(128) PRIMARY KEY, mu float8, sigma float8, matches int, wins int,
-            losses int, draws int, last_played_at timestamptz) ON COMMIT DROP
+            losses int, draws int, last_played_at timestamptz, tier smallint) ON COMMIT DROP
     """)
     columns = ", ".join(f"{name} {kind}" for name, kind in _STAGED_PARTICIPANT.items())
     await conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS replay_participants ({columns}) ON COMMIT DROP")
@@ -404,13 +404,13 @@ async def stage_ratings(session: AsyncSession, ratings: Iterable[replay.NewRatin
     async with (
         conn.cursor() as cursor,
         cursor.copy(
-            "COPY replay_ratings (player_id, mu, sigma, matches, wins, losses, draws, last_played_at)"
+            "COPY replay_ratings (player_id, mu, sigma, matches, wins, losses, draws, last_played_at, tier)"
             " FROM STDIN"
         ) as copy,
     ):
         for r in ratings:
             await copy.write_row(
-                (r.player_id, r.mu, r.sigma, r.matches, r.wins, r.losses, r.draws, r.last_played_at)
+                (r.player_id, r.mu, r.sigma, r.matches, r.wins, r.losses, r.draws, r.last_played_at, r.tier)
             )
 
 
@@ -504,14 +504,16 @@ async def finish(session: AsyncSession, mode: str, fresh: Sequence[Fresh]) -> No
     await conn.execute(
         f"""
         INSERT INTO ratings AS r (player_id, mode, mu, sigma, conservative, matches, wins, losses, draws,
-                                  last_played_at)
-        SELECT s.player_id, m.name, s.mu, s.sigma, {conservative_sql("s.mu", "s.sigma")}, s.matches, s.wins,
-               s.losses, s.draws, s.last_played_at
+                                  last_played_at, tier)
+        SELECT s.player_id, m.name, s.mu, s.sigma,
+               {conservative_sql("s.mu", "s.sigma", last="s.last_played_at")}, s.matches, s.wins,
+               s.losses, s.draws, s.last_played_at, s.tier
         FROM replay_ratings s, modes m WHERE m.name = %(mode)s
         ON CONFLICT (player_id, mode) DO UPDATE
         SET mu = excluded.mu, sigma = excluded.sigma, conservative = excluded.conservative,
             matches = excluded.matches, wins = excluded.wins, losses = excluded.losses,
-            draws = excluded.draws, last_played_at = excluded.last_played_at, updated_at = now()
+            draws = excluded.draws, last_played_at = excluded.last_played_at, tier = excluded.tier,
+            updated_at = now()
         """,
         {"mode": mode},
     )

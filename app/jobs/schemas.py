@@ -21,7 +21,8 @@ class ReplayJob(BaseModel):
 
 class SmoothJob(BaseModel):
     """TrueSkill Through Time over the mode's history (seed 001). Omitted parameters come
-    from the mode: sigma, beta and draw_probability as they are, gamma = tau (per day)."""
+    from the mode: sigma, beta and draw_probability as they are, gamma = the mode's
+    drift_per_day when it has one, else tau (per day)."""
 
     model_config = ConfigDict(extra="forbid")
 

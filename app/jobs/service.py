@@ -134,13 +134,14 @@ async def _replay(
     await progress.reached()
     read = time.perf_counter()
     env, k = rules.env, rules.conservative_k
+    ranking = replay.Ranking(k, rules.drift_per_day, rules.placement_matches, rules.tiers)
     state = replay.start(env, players, seeds)
     with progress.part(REPLAY_RATED, "rating") as rating:
-        rated = await asyncio.to_thread(replay.rate, env, history, state, seeds, rating.update)
+        rated = await asyncio.to_thread(replay.rate, env, history, state, seeds, rating.update, ranking)
     await progress.reached()
     rated_at = time.perf_counter()
     # The stored responses are built (Python) while PostgreSQL writes the participants.
-    writing = asyncio.ensure_future(asyncio.to_thread(replay.responses, mode, k, history, rated))
+    writing = asyncio.ensure_future(asyncio.to_thread(replay.responses, mode, k, history, rated, ranking))
     count = history.matches
     ends = _write_ends()
 
@@ -173,9 +174,9 @@ async def _replay(
                         tail = await repository.history(
                             session, mode, only=late_pks, order=repository.APPLIED_ORDER
                         )
-                        tail_rated = replay.rate(env, tail, state, seeds)
+                        tail_rated = replay.rate(env, tail, state, seeds, ranking=ranking)
                         await repository.stage_participants(session, tail, tail_rated)
-                        tail_responses = replay.responses(mode, k, tail, tail_rated)
+                        tail_responses = replay.responses(mode, k, tail, tail_rated, ranking)
                         tail_numbers = await repository.applied_numbers(session, len(tail_responses))
                         await repository.stage_responses(session, tail_responses, tail_numbers)
                         rated.skipped += tail_rated.skipped
@@ -268,7 +269,8 @@ async def run_smooth(
         mu=row.mu,
         sigma=options.get("sigma") or row.sigma,
         beta=row.beta,
-        gamma=row.tau if options.get("gamma") is None else options["gamma"],
+        # The mode's drift per day when it has one (the online ratings' gamma), else tau.
+        gamma=(row.drift_per_day or row.tau) if options.get("gamma") is None else options["gamma"],
         p_draw=row.draw_probability,
         iterations=int(_given(options, "iterations", smooth.ITERATIONS)),
         epsilon=float(_given(options, "epsilon", smooth.EPSILON)),

@@ -7,30 +7,48 @@ Ranks read `leaderboard_deltas`, a histogram of eligible players per bucket of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.conservative import conservative_sql
+from app.db.conservative import base_tier_sql, conservative_sql
 from app.db.locks import COMPACT_LOCK_CLASS
 
-_MIN_MATCHES = text("SELECT min_matches_for_leaderboard FROM modes WHERE name = :mode")
+_MIN_MATCHES = text("SELECT min_matches_for_leaderboard, tiers FROM modes WHERE name = :mode")
 
-_FIRST_PAGE = text("""
-    SELECT player_id, mu, sigma, conservative, matches FROM ratings
-    WHERE mode = :mode AND matches >= :min_matches
-    ORDER BY conservative DESC, player_id
-    LIMIT :limit
-""")
 
-_NEXT_PAGE = text("""
-    SELECT player_id, mu, sigma, conservative, matches FROM ratings
-    WHERE mode = :mode AND matches >= :min_matches
-      AND conservative <= :after_c AND (conservative < :after_c OR player_id > :after_id)
-    ORDER BY conservative DESC, player_id
-    LIMIT :limit
+# Pages. A page of a mode with tiers reads each row's tier (its index into the mode's tiers,
+# named by the service); one without reads NULL, so its page is an index-only scan of
+# ix_ratings_leaderboard (the tier is not in that index). One tier's page reads ix_ratings_tier.
+def _page_sql(tiered: bool, one_tier: bool, following: bool) -> TextClause:
+    tier = "r.tier" if tiered else "CAST(NULL AS smallint)"
+    where = "r.tier = :tier" if one_tier else "r.matches >= :min_matches"
+    after = (
+        "AND r.conservative <= :after_c AND (r.conservative < :after_c OR r.player_id > :after_id)"
+        if following
+        else ""
+    )
+    return text(f"""
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {tier} FROM ratings r
+        WHERE r.mode = :mode AND {where} {after}
+        ORDER BY r.conservative DESC, r.player_id
+        LIMIT :limit
+    """)
+
+
+_PAGES = {
+    (tiered, one_tier, following): _page_sql(tiered, one_tier, following)
+    for tiered in (False, True)
+    for one_tier in (False, True)
+    for following in (False, True)
+}
+
+# Each tier's count: the sum of its deltas (migration 0015).
+_TIER_COUNTS = text("""
+    SELECT tier, coalesce(sum(delta), 0) FROM tier_deltas WHERE mode = :mode GROUP BY tier
 """)
 
 # The player's row, their rank (1 + eligible players ahead: the buckets ahead from the
@@ -38,10 +56,10 @@ _NEXT_PAGE = text("""
 # neighbours on each side, all from one snapshot.
 _STANDING = text("""
     WITH mo AS (
-        SELECT min_matches_for_leaderboard AS min_matches, leaderboard_bucket_width AS w
+        SELECT min_matches_for_leaderboard AS min_matches, leaderboard_bucket_width AS w, tiers
         FROM modes WHERE name = :mode
     ), me AS (
-        SELECT r.player_id, r.mu, r.sigma, r.conservative AS c, r.matches,
+        SELECT r.player_id, r.mu, r.sigma, r.conservative AS c, r.matches, r.tier,
                leaderboard_bucket(r.conservative, mo.w) AS b,
                -- Above every value of the bucket, by a margin far wider than rounding.
                CASE WHEN abs(leaderboard_bucket(r.conservative, mo.w)) < 1e9
@@ -61,21 +79,21 @@ _STANDING = text("""
         FROM me
     )
     SELECT 0 AS side, me.player_id, me.mu, me.sigma, me.c AS conservative, me.matches,
-           ahead.n AS ahead, ahead.total, mo.min_matches
+           ahead.n AS ahead, ahead.total, mo.min_matches, mo.tiers -> me.tier ->> 'name' AS tier
     FROM me, ahead, mo
     UNION ALL
-    SELECT -1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0
+    SELECT -1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0, mo.tiers -> n.tier ->> 'name'
     FROM me, mo, LATERAL (
-        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches FROM ratings r
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier FROM ratings r
         WHERE r.mode = :mode AND r.conservative >= me.c AND r.matches >= mo.min_matches
           AND (r.conservative > me.c OR r.player_id < me.player_id)
         ORDER BY r.conservative, r.player_id DESC
         LIMIT :around
     ) AS n
     UNION ALL
-    SELECT 1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0
+    SELECT 1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0, mo.tiers -> n.tier ->> 'name'
     FROM me, mo, LATERAL (
-        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches FROM ratings r
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier FROM ratings r
         WHERE r.mode = :mode AND r.conservative <= me.c AND r.matches >= mo.min_matches
           AND (r.conservative < me.c OR r.player_id > me.player_id)
         ORDER BY r.conservative DESC, r.player_id
@@ -91,6 +109,7 @@ class Row:
     sigma: float
     conservative: float
     matches: int
+    tier: str | None = None  # the tier's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +124,20 @@ class StandingRows:
 
 async def min_matches(session: AsyncSession, mode: str) -> int | None:
     """The mode's min_matches_for_leaderboard, or None for an unknown mode."""
+    found = await rules(session, mode)
+    return None if found is None else found[0]
+
+
+async def rules(session: AsyncSession, mode: str) -> tuple[int, list[dict[str, Any]]] | None:
+    """The mode's min_matches_for_leaderboard and tiers ([] for none), or None for an unknown mode."""
     row = (await session.execute(_MIN_MATCHES, {"mode": mode})).first()
-    return None if row is None else int(row[0])
+    return None if row is None else (int(row[0]), list(row[1] or []))
+
+
+async def tier_counts(session: AsyncSession, mode: str) -> dict[int, int]:
+    """How many players each tier holds (by index; tiers with none may be absent)."""
+    rows = (await session.execute(_TIER_COUNTS, {"mode": mode})).all()
+    return {int(tier): int(count) for tier, count in rows}
 
 
 _SIZE = text("SELECT coalesce(sum(delta), 0) FROM leaderboard_deltas WHERE mode = :mode")
@@ -126,15 +157,34 @@ async def size(session: AsyncSession, mode: str) -> int:
 
 
 async def page(
-    session: AsyncSession, mode: str, min_matches: int, after: tuple[float, str] | None, limit: int
+    session: AsyncSession,
+    mode: str,
+    min_matches: int,
+    after: tuple[float, str] | None,
+    limit: int,
+    tiers: Sequence[str] = (),
+    tier: int | None = None,
 ) -> list[Row]:
+    """A page of the leaderboard after the (conservative, player id) `after`, each row's tier
+    named from the mode's `tiers`; of one tier's players when `tier` (an index) is given."""
     params: dict[str, Any] = {"mode": mode, "min_matches": min_matches, "limit": limit}
-    if after is None:
-        rows = (await session.execute(_FIRST_PAGE, params)).all()
-    else:
+    if tier is not None:
+        params["tier"] = tier
+    if after is not None:
         params |= {"after_c": after[0], "after_id": after[1]}
-        rows = (await session.execute(_NEXT_PAGE, params)).all()
-    return [Row(*row) for row in rows]
+    statement = _PAGES[bool(tiers), tier is not None, after is not None]
+    rows = (await session.execute(statement, params)).all()
+    return [
+        Row(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            None if row[5] is None or row[5] >= len(tiers) else tiers[row[5]],
+        )
+        for row in rows
+    ]
 
 
 async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> StandingRows | None:
@@ -145,17 +195,21 @@ async def standing(session: AsyncSession, mode: str, player_id: str, around: int
         return None
     me = mine[0]
     return StandingRows(
-        me=Row(me.player_id, me.mu, me.sigma, me.conservative, me.matches),
+        me=Row(me.player_id, me.mu, me.sigma, me.conservative, me.matches, me.tier),
         ahead=int(me.ahead),
         total=int(me.total),
         min_matches=int(me.min_matches),
-        above=[Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches) for r in rows if r.side == -1],
-        below=[Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches) for r in rows if r.side == 1],
+        above=[
+            Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier) for r in rows if r.side == -1
+        ],
+        below=[
+            Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier) for r in rows if r.side == 1
+        ],
     )
 
 
 _BULK = text("SELECT set_config('app.leaderboard_bulk', :on, true)")
-_RESCORED = conservative_sql("r.mu", "r.sigma")
+_RESCORED = conservative_sql("r.mu", "r.sigma", last="r.last_played_at")
 _RESCORE = text(f"""
     UPDATE ratings r SET conservative = {_RESCORED}
     FROM modes m WHERE m.name = :mode AND r.mode = :mode
@@ -171,19 +225,37 @@ _RECOUNT = text("""
 """)
 
 
+# Tiers placed again from scratch (no hysteresis history): each ranked player in the tier
+# their rating after their last match lies in (app.rating.tiers.Tiers.base); the others none.
+_RETIER = text(f"""
+    UPDATE ratings r SET tier = CASE WHEN r.matches >= m.min_matches_for_leaderboard
+                                     THEN {base_tier_sql(conservative_sql("r.mu", "r.sigma"))} END
+    FROM modes m WHERE m.name = :mode AND r.mode = :mode
+""")
+_RECOUNT_TIERS = text("""
+    WITH gone AS (DELETE FROM tier_deltas WHERE mode = :mode)
+    INSERT INTO tier_deltas (mode, tier, delta)
+    SELECT mode, tier, count(*) FROM ratings WHERE mode = :mode AND tier IS NOT NULL GROUP BY 1, 2
+""")
+
+
 async def bulk(session: AsyncSession, on: bool) -> None:
     """Stop (or resume) the per-statement counting, for a rewrite that recounts after."""
     await session.execute(_BULK, {"on": "on" if on else "off"})
 
 
-async def recount(session: AsyncSession, mode: str, rescore: bool = False) -> None:
-    """Rebuild the mode's counts from its ratings (and `conservative` from its k when asked).
+async def recount(session: AsyncSession, mode: str, rescore: bool = False, retier: bool = False) -> None:
+    """Rebuild the mode's counts (leaderboard and tiers) from its ratings, `conservative` from
+    its k and drift when asked (`rescore`), and its tiers from scratch when asked (`retier`).
 
     The caller holds app.db.locks.lock_mode, so no writer counts concurrently."""
     await bulk(session, True)
     if rescore:
         await session.execute(_RESCORE, {"mode": mode})
+    if retier:
+        await session.execute(_RETIER, {"mode": mode})
     await session.execute(_RECOUNT, {"mode": mode})
+    await session.execute(_RECOUNT_TIERS, {"mode": mode})
     await bulk(session, False)
 
 
@@ -201,6 +273,13 @@ _COMPACT = text("""
 """)
 
 
+_COMPACT_TIERS = text("""
+    WITH gone AS (DELETE FROM tier_deltas WHERE mode = :mode RETURNING tier, delta)
+    INSERT INTO tier_deltas (mode, tier, delta)
+    SELECT :mode, tier, sum(delta) FROM gone GROUP BY tier HAVING sum(delta) <> 0
+""")
+
+
 async def modes_to_compact(session: AsyncSession) -> list[str]:
     return [row[0] for row in (await session.execute(_BLOATED)).all()]
 
@@ -210,4 +289,5 @@ async def compact(session: AsyncSession, mode: str) -> bool:
     if not (await session.execute(_TRY_LOCK, {"mode": mode})).scalar_one():
         return False
     await session.execute(_COMPACT, {"mode": mode})
+    await session.execute(_COMPACT_TIERS, {"mode": mode})
     return True

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.schemas import RatingOut
 
 
 class Entry(BaseModel):
+    # Answers always hold every field (generated clients type them as present); the defaults
+    # read stored responses written before a field existed.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     rank: int = Field(description="1 for the best; ties in conservative are broken by player id")
     player_id: str
-    rating: RatingOut
+    rating: RatingOut = Field(
+        description="with drift, conservative is drifted to the mode's drift_as_of (under a day old)"
+    )
     matches: int
+    tier: str | None = Field(None, description="null without tiers, or for a player with no tier yet")
 
 
 class LeaderboardPage(BaseModel):
@@ -24,3 +31,13 @@ class Standing(BaseModel):
     total: int = Field(description="players on the leaderboard")
     percentile: float = Field(description="share of the leaderboard ranked below this player, in percent")
     entries: list[Entry] = Field(description="the player and up to `around` neighbours each side, best first")
+
+
+class TierCount(BaseModel):
+    name: str
+    min: float
+    players: int = Field(description="ranked players in this tier, exact after every write")
+
+
+class TierCounts(BaseModel):
+    tiers: list[TierCount] = Field(description="the mode's tiers, lowest first; [] without tiers")

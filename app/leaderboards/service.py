@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import pagination
-from app.errors import NotFound, UnknownMode
+from app.errors import NotFound, UnknownMode, ValidationFailed
 from app.leaderboards import repository
 from app.leaderboards.repository import Row
-from app.leaderboards.schemas import Entry, LeaderboardPage, Standing
+from app.leaderboards.schemas import Entry, LeaderboardPage, Standing, TierCount, TierCounts
 from app.schemas import RatingOut
 
 
@@ -19,6 +21,7 @@ def entry(rank: int, row: Row) -> Entry:
         player_id=row.player_id,
         rating=RatingOut(mu=row.mu, sigma=row.sigma, conservative=row.conservative),
         matches=row.matches,
+        tier=row.tier,
     )
 
 
@@ -38,15 +41,46 @@ async def _min_matches(session: AsyncSession, mode: str) -> int:
     return least
 
 
-async def leaderboard(session: AsyncSession, mode: str, limit: int, cursor: str | None) -> LeaderboardPage:
-    min_matches = await _min_matches(session, mode)
+async def _rules(session: AsyncSession, mode: str) -> tuple[int, list[dict[str, Any]]]:
+    found = await repository.rules(session, mode)
+    if found is None:
+        raise UnknownMode(mode)
+    return found
+
+
+async def leaderboard(
+    session: AsyncSession, mode: str, limit: int, cursor: str | None, tier: str | None = None
+) -> LeaderboardPage:
+    """A page of the leaderboard; with `tier`, of that tier's players, ranked within it."""
+    min_matches, tiers = await _rules(session, mode)
+    index = None
+    if tier is not None:
+        names = [t["name"] for t in tiers]
+        if tier not in names:
+            msg = f"mode {mode!r} has no tier {tier!r}" + (
+                f" (its tiers: {', '.join(names)})" if names else ""
+            )
+            raise ValidationFailed(f"query.tier: {msg}", errors=[{"loc": ["query", "tier"], "msg": msg}])
+        index = names.index(tier)
     after = None if cursor is None else _decode(cursor)
-    rows = await repository.page(session, mode, min_matches, after and (after[0], after[1]), limit + 1)
+    names = [t["name"] for t in tiers]
+    rows = await repository.page(
+        session, mode, min_matches, after and (after[0], after[1]), limit + 1, names, index
+    )
     first = 1 if after is None else after[2] + 1
     page = rows[:limit]
     entries = [entry(first + i, row) for i, row in enumerate(page)]
     more = len(rows) > limit
     return LeaderboardPage(entries=entries, next_cursor=_encode(page[-1], entries[-1].rank) if more else None)
+
+
+async def tier_counts(session: AsyncSession, mode: str) -> TierCounts:
+    """How many ranked players each of the mode's tiers holds, from the counts the writes keep."""
+    _, tiers = await _rules(session, mode)
+    counts = await repository.tier_counts(session, mode) if tiers else {}
+    return TierCounts(
+        tiers=[TierCount(name=t["name"], min=t["min"], players=counts.get(i, 0)) for i, t in enumerate(tiers)]
+    )
 
 
 async def sizes(session: AsyncSession) -> dict[str, int]:

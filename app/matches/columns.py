@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -23,8 +23,10 @@ from app.matches.repository import Claimed, MatchColumns, ParticipantColumns, Ra
 from app.matches.responses import RatedEntries
 from app.matches.schemas import MatchIn
 from app.matches.service import team_ranks
+from app.matches.tiering import Walked, tier_column, walk
 from app.modes.service import ModeRules
 from app.rating import levels
+from app.rating.drift import NEVER
 
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.int64]
@@ -44,14 +46,25 @@ class Rated:
     mu: Array
     sigma: Array
     result: levels.Rated
+    # Placements and tiers (app.matches.tiering): per entry, and each player's tier after.
+    walked: Walked | None = None
+    tier: list[int | None] | None = None
+    # Per mode, the updated_at of the settings it was tiered by (app.modes.service.ModeRules).
+    stamps: dict[str, int] = field(default_factory=dict)
 
     @property
     def refused(self) -> dict[int, str]:
         return self.result.refused
 
 
-def rate(rules: Sequence[ModeRules], matches: Sequence[MatchIn], claimed: Claimed) -> Rated:
-    """Rate `matches` (each under its `rules`) in order, on the ratings the claim locked."""
+def rate(
+    rules: Sequence[ModeRules],
+    matches: Sequence[MatchIn],
+    played_at: Sequence[dt.datetime],
+    claimed: Claimed,
+) -> Rated:
+    """Rate `matches` (each under its `rules`) in order, on the ratings the claim locked:
+    drifted over each player's time away (the mode's drift_per_day), then placed and tiered."""
     index: dict[tuple[str, str], int] = {}
     start, player, team, rank, weight, coefficient = [0], [], [], [], [], []
     for mode_rules, match in zip(rules, matches, strict=True):
@@ -79,15 +92,43 @@ def rate(rules: Sequence[ModeRules], matches: Sequence[MatchIn], claimed: Claime
     by_mode: dict[str, list[int]] = {}
     for position, mode_rules in enumerate(rules):
         by_mode.setdefault(mode_rules.name, []).append(position)
+    standings = [claimed.standings.get(key) for key in keys]
+    drift = None
+    if any(r.drift_per_day > 0 for r in rules):
+        last = [NEVER if s is None or s.last_us is None else s.last_us for s in standings]
+        moments = np.array([(at - EPOCH) // MICROSECOND for at in played_at], dtype=np.int64)
+        drift = levels.Drift(0.0, moments, np.array(last, dtype=np.int64))
     if len(by_mode) == 1:
-        result = levels.rate_levels(rules[0].env, flat, mu, sigma)
+        one = None if drift is None else levels.Drift(rules[0].drift_per_day, drift.played_us, drift.last_us)
+        result = levels.rate_levels(rules[0].env, flat, mu, sigma, drift=one)
     else:
-        result = _rate_modes(rules, flat, by_mode, mu, sigma)
-    return Rated(flat, keys, mu, sigma, result)
+        result = _rate_modes(rules, flat, by_mode, mu, sigma, drift)
+    rated = Rated(flat, keys, mu, sigma, result, stamps={r.name: r.stamp for r in rules})
+    if any(r.tiers is not None or r.placement_matches > 0 for r in rules):
+        tier = [None if s is None else s.tier for s in standings]
+        rated.walked = walk(
+            rated.matches.start.tolist(),
+            flat.player.tolist(),
+            result.rated.tolist(),
+            result.after_mu,
+            result.after_sigma,
+            [r.conservative_k for r in rules],
+            [r.tiers for r in rules],
+            [r.placement_matches for r in rules],
+            [0 if s is None else s.matches for s in standings],
+            tier,
+        )
+        rated.tier = tier
+    return rated
 
 
 def _rate_modes(
-    rules: Sequence[ModeRules], flat: levels.Matches, by_mode: dict[str, list[int]], mu: Array, sigma: Array
+    rules: Sequence[ModeRules],
+    flat: levels.Matches,
+    by_mode: dict[str, list[int]],
+    mu: Array,
+    sigma: Array,
+    drift: levels.Drift | None,
 ) -> levels.Rated:
     """`rate` of matches of several modes: each mode's matches as a list of their own."""
     starts = flat.start
@@ -102,7 +143,11 @@ def _rate_modes(
             np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
             flat.player[at], flat.team[at], flat.rank[at], flat.weight[at], flat.coefficient[at],
         )  # fmt: skip
-        done = levels.rate_levels(rules[positions[0]].env, part, mu, sigma)
+        gamma = rules[positions[0]].drift_per_day
+        moved = None
+        if drift is not None and gamma > 0:
+            moved = levels.Drift(gamma, drift.played_us[chosen], drift.last_us)
+        done = levels.rate_levels(rules[positions[0]].env, part, mu, sigma, drift=moved)
         result.before_mu[at], result.before_sigma[at] = done.before_mu, done.before_sigma
         result.after_mu[at], result.after_sigma[at] = done.after_mu, done.after_sigma
         result.wins[at], result.losses[at], result.draws[at] = done.wins, done.losses, done.draws
@@ -112,7 +157,7 @@ def _rate_modes(
 
 
 def entries(
-    matches: Sequence[MatchIn], played_at: Sequence[dt.datetime], k: Sequence[float], rated: Rated
+    rules: Sequence[ModeRules], matches: Sequence[MatchIn], played_at: Sequence[dt.datetime], rated: Rated
 ) -> RatedEntries:
     """The rated matches as the response builder (app.matches.responses) reads them."""
     return RatedEntries(
@@ -120,7 +165,7 @@ def entries(
         mode=[m.mode for m in matches],
         played_at=played_at,
         quality=rated.result.quality.tolist(),
-        conservative_k=k,
+        conservative_k=[r.conservative_k for r in rules],
         start=rated.matches.start.tolist(),
         player_id=[p.id for m in matches for team in m.teams for p in team.players],
         team=rated.matches.team.tolist(),
@@ -128,6 +173,9 @@ def entries(
         before_sigma=rated.result.before_sigma,
         after_mu=rated.result.after_mu,
         after_sigma=rated.result.after_sigma,
+        tiers=[r.tiers for r in rules],
+        placements=[r.placement_matches for r in rules],
+        walked=rated.walked,
     )
 
 
@@ -149,6 +197,7 @@ def write(
     latest = np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(latest, flat.player, np.repeat(played_us, sizes))
     players = np.flatnonzero(touched).tolist()
+    stamps = rated.stamps
     participants = [p for m in matches for team in m.teams for p in team.players]
     modes = [m.mode for m in matches]
 
@@ -166,6 +215,12 @@ def write(
             loss=total(result.losses),
             draw=total(result.draws),
             played_us=latest[players],
+            tier=(
+                np.full(len(players), -1, dtype=np.int32)
+                if rated.tier is None
+                else tier_column([rated.tier[p] for p in players])
+            ),
+            stamp=np.array([stamps[keys[p][0]] for p in players], dtype=np.int64),
         ),
         ParticipantColumns(
             match_pk=np.repeat(np.array(pks, dtype=np.int64), sizes),

@@ -136,7 +136,12 @@ async def _apply(
             await conn.commit()
             applied: list[Recorded] = []
             break
-        rated = columns.rate([item.rules for item in items], [item.match for item in items], claimed)
+        rated = columns.rate(
+            [item.rules for item in items],
+            [item.match for item in items],
+            [item.played_at for item in items],
+            claimed,
+        )
         if rated.refused:
             excluded.update({fresh[at][0]: refusal(reason) for at, reason in rated.refused.items()})
             await repository.rollback_claims(conn)
@@ -178,9 +183,9 @@ def _fresh(
 def _responses(items: list[Prepared], rated: columns.Rated) -> list[Recorded]:
     """Each fresh match's answer: its response (app.matches.responses), serialised once."""
     entries = columns.entries(
+        [item.rules for item in items],
         [item.match for item in items],
         [item.played_at for item in items],
-        [item.rules.conservative_k for item in items],
         rated,
     )
     return [Recorded(data, wire_json(data), created=True) for data in response_data(entries)]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.bulk import ColumnParam, column_param
-from app.db.conservative import conservative_sql
+from app.db.conservative import base_tier_sql, conservative_sql
 from app.db.locks import shared_lock
 
 # The tables the write will insert into, locked as the insert would, first: a replay into
@@ -101,7 +101,9 @@ _CLAIM = f"""
 # statement of its own, after the claim: in one statement the order of the two would not be
 # fixed. Rows of matches that turn out to be retries are locked for nothing until commit.
 _LOCK = """
-    SELECT r.mode, r.player_id, r.mu, r.sigma FROM ratings r
+    SELECT r.mode, r.player_id, r.mu, r.sigma, r.matches, r.tier,
+           CAST(extract(epoch FROM r.last_played_at) * 1000000 AS int8)
+    FROM ratings r
     WHERE (r.mode, r.player_id) IN (
         SELECT * FROM unnest(CAST(%(modes)s AS varchar[]), CAST(%(players)s AS varchar[])))
     ORDER BY r.mode, r.player_id
@@ -127,13 +129,23 @@ _STORED = text(
 )
 
 # A player in several matches of the group has one ratings row: the last rating and the
-# summed counters. `v` holds (mode, player_id, mu, sigma, matches, win, loss, draw, played_at).
+# summed counters. `v` holds (mode, player_id, mu, sigma, matches, win, loss, draw, played_at,
+# tier). `conservative` is drifted from the last played instant to the mode's drift_as_of
+# (app.db.conservative): a match posted late drifts from its played_at.
+_LAST = "GREATEST(r.last_played_at, v.played_at)"
+# The tier the rating step computed, when it read the mode's settings as they are now (`stamp`:
+# the modes row's updated_at its cached rules came from). Rules cached before a change of the
+# tiers (up to app.modes.service.CACHE_SECONDS in another process) would store a tier of the
+# old list: that write places the player afresh from the new settings instead.
+_TIER = f"""CASE WHEN v.stamp = CAST(extract(epoch FROM m.updated_at) * 1000000 AS int8) THEN v.tier
+             WHEN r.matches + v.matches >= m.min_matches_for_leaderboard
+             THEN {base_tier_sql(conservative_sql("v.mu", "v.sigma"))} END"""
 _UPDATE_RATINGS = f"""
     UPDATE ratings AS r
-    SET mu = v.mu, sigma = v.sigma, conservative = {conservative_sql("v.mu", "v.sigma")},
+    SET mu = v.mu, sigma = v.sigma, conservative = {conservative_sql("v.mu", "v.sigma", last=_LAST)},
         matches = r.matches + v.matches, wins = r.wins + v.win, losses = r.losses + v.loss,
         draws = r.draws + v.draw,
-        last_played_at = GREATEST(r.last_played_at, v.played_at),
+        last_played_at = {_LAST}, tier = {_TIER},
         updated_at = now()
     FROM v, modes AS m
     WHERE r.mode = v.mode AND r.player_id = v.player_id AND m.name = v.mode
@@ -158,12 +170,14 @@ _PARTICIPANTS = """
 _APPLY = f"""
     WITH v AS (
         SELECT v.mode, v.player_id, v.mu, v.sigma, v.matches, v.win, v.loss, v.draw,
-               TIMESTAMPTZ 'epoch' + v.played_us * INTERVAL '1 microsecond' AS played_at
+               TIMESTAMPTZ 'epoch' + v.played_us * INTERVAL '1 microsecond' AS played_at,
+               CAST(NULLIF(v.tier, -1) AS smallint) AS tier, v.stamp
         FROM unnest(
             CAST(%(r_mode)s AS varchar[]), CAST(%(r_player_id)s AS varchar[]), CAST(%(r_mu)s AS float8[]),
             CAST(%(r_sigma)s AS float8[]), CAST(%(r_matches)s AS int[]), CAST(%(r_win)s AS int[]),
-            CAST(%(r_loss)s AS int[]), CAST(%(r_draw)s AS int[]), CAST(%(r_played_us)s AS int8[])
-        ) AS v(mode, player_id, mu, sigma, matches, win, loss, draw, played_us)
+            CAST(%(r_loss)s AS int[]), CAST(%(r_draw)s AS int[]), CAST(%(r_played_us)s AS int8[]),
+            CAST(%(r_tier)s AS int[]), CAST(%(r_stamp)s AS int8[])
+        ) AS v(mode, player_id, mu, sigma, matches, win, loss, draw, played_us, tier, stamp)
     ), changed AS ({_UPDATE_RATINGS}
     ), participants AS ({_PARTICIPANTS}
         SELECT p.match_pk, p.player_id, p.mode, p.team, p.rank, p.weight,
@@ -211,15 +225,26 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
+class Standing:
+    """What a locked rating row holds beside the rating: the matches played, the tier (None:
+    none) and the last played instant (microseconds since 1970; None: never)."""
+
+    matches: int
+    tier: int | None
+    last_us: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Claimed:
     """What the claim found: the free ids with the keys their rows will take (id -> key), the
-    stored rows of ids taken before, the locked ratings ((mode, player) -> (mu, sigma)) and
-    applied_seq values, in increasing order."""
+    stored rows of ids taken before, the locked ratings ((mode, player) -> (mu, sigma)) with
+    their standings, and applied_seq values, in increasing order."""
 
     new: dict[str, int]
     taken: dict[str, StoredMatch]
     ratings: dict[tuple[str, str], tuple[float, float]]
     sequence: list[int]
+    standings: dict[tuple[str, str], Standing] = field(default_factory=dict)
 
 
 class Raced(Exception):
@@ -283,8 +308,9 @@ async def claim(conn: AsyncConnection[Any], claims: Sequence[Claim], setup: Sequ
     return Claimed(
         new={c.match_id: next(keys) for c in claims if c.match_id not in stored},
         taken=stored,
-        ratings={(mode, player): (mu, sigma) for mode, player, mu, sigma in locked},
+        ratings={(row[0], row[1]): (row[2], row[3]) for row in locked},
         sequence=sorted(int(row[0]) for row in sequence),
+        standings={(row[0], row[1]): Standing(row[4], row[5], row[6]) for row in locked},
     )
 
 
@@ -336,6 +362,8 @@ class RatingColumns:
     loss: Int4
     draw: Int4
     played_us: Int8  # the latest played_at, in microseconds since 1970 UTC
+    tier: Int4  # the tier after the group (-1: none)
+    stamp: Int8  # the updated_at (microseconds since 1970) of the mode settings that tiered it
 
 
 @dataclass(frozen=True, slots=True)

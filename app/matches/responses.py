@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from app.matches.tiering import Walked
 from app.rating import conservative
+from app.rating.tiers import Tiers
 
 Array = npt.NDArray[np.float64]
 
@@ -38,6 +40,27 @@ class RatedEntries:
     before_sigma: Array
     after_mu: Array
     after_sigma: Array
+    # Placements and tiers (app.matches.tiering): each match's mode's tiers and placement
+    # matches, and per entry what the walk found; None: every match's mode has neither.
+    tiers: Sequence[Tiers | None] | None = None
+    placements: Sequence[int] | None = None
+    walked: Walked | None = None
+
+
+def _placement(played: int, of: int) -> dict[str, Any] | None:
+    return {"played": min(played, of), "of": of} if of > 0 else None
+
+
+def _tier(tiers: Tiers | None, before: int | None, after: int | None) -> dict[str, Any] | None:
+    if tiers is None:
+        return None
+    names = tiers.names
+    return {
+        "before": None if before is None else names[before],
+        "after": None if after is None else names[after],
+        "promoted": before is not None and after is not None and after > before,
+        "demoted": before is not None and after is not None and after < before,
+    }
 
 
 def response_data(rated: RatedEntries) -> list[dict[str, Any]]:
@@ -45,10 +68,13 @@ def response_data(rated: RatedEntries) -> list[dict[str, Any]]:
     b_mu, b_sigma = rated.before_mu.tolist(), rated.before_sigma.tolist()
     a_mu, a_sigma = rated.after_mu.tolist(), rated.after_sigma.tolist()
     players, teams, bounds = rated.player_id, rated.team, rated.start
+    walked = rated.walked
     out = []
     for i, (match_id, mode, played_at, quality, k) in enumerate(
         zip(rated.match_id, rated.mode, rated.played_at, rated.quality, rated.conservative_k, strict=True)
     ):
+        of = rated.placements[i] if rated.placements is not None else 0
+        tiers = rated.tiers[i] if rated.tiers is not None else None
         out.append(
             {
                 "match_id": match_id,
@@ -71,6 +97,9 @@ def response_data(rated: RatedEntries) -> list[dict[str, Any]]:
                             "sigma": a_sigma[e],
                             "conservative": conservative(a_mu[e], a_sigma[e], k),
                         },
+                        "provisional": walked is not None and walked.played[e] < of,
+                        "placement": None if walked is None else _placement(walked.played[e], of),
+                        "tier": None if walked is None else _tier(tiers, walked.before[e], walked.after[e]),
                     }
                     for e in range(bounds[i], bounds[i + 1])
                 ],

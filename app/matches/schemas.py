@@ -86,11 +86,35 @@ def consistency_errors(match: MatchIn) -> list[dict[str, object]]:
     return errors
 
 
+class Placement(BaseModel):
+    played: int = Field(description="matches played in the mode, at most `of`")
+    of: int = Field(description="the mode's placement matches (its min_matches_for_leaderboard)")
+
+
+class TierChange(BaseModel):
+    before: str | None = Field(description="the tier before the match (null: not placed yet)")
+    after: str | None = Field(description="the tier after it (null: still placing)")
+    promoted: bool
+    demoted: bool
+
+
 class MatchPlayerOut(BaseModel):
+    # Answers always hold every field (generated clients type them as present); the defaults
+    # read stored responses written before a field existed.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     player_id: str
     team: int
-    before: RatingOut
+    before: RatingOut = Field(
+        description="the rating the match started from: the stored one drifted to played_at "
+        "(the mode's drift_per_day), before tau is added"
+    )
     after: RatingOut
+    provisional: bool = Field(
+        False, description="true while the player has played fewer than the mode's placement matches"
+    )
+    placement: Placement | None = Field(None, description="null when the mode has no placement matches")
+    tier: TierChange | None = Field(None, description="null when the mode has no tiers")
 
 
 class MatchOut(BaseModel):

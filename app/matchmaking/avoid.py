@@ -7,6 +7,7 @@ at once), so they are kept as a sorted array of pair keys and looked up by binar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,6 +38,9 @@ class Clashes:
         self.pairs = pairs
         self.rows = max(rows, 1)
         self._keys = np.sort(pairs[:, 0] * self.rows + pairs[:, 1])
+        # Rows in some clash: most candidate windows hold none, and are cleared by one lookup.
+        self._involved = np.zeros(self.rows, dtype=np.bool_)
+        self._involved[pairs.ravel()] = True
 
     def __bool__(self) -> bool:
         return len(self.pairs) > 0
@@ -55,7 +59,9 @@ class Clashes:
         if not len(self._keys) or len(rows) < 2:
             return False
         members = np.asarray(rows, dtype=np.int64)
-        a, b = np.triu_indices(len(members), 1)
+        if not self._involved[members].any():
+            return False
+        a, b = _pairs(len(members))
         return bool(self.between(members[a], members[b]).any())
 
     def windows(self, rows: IntArray, width: int) -> BoolArray:
@@ -78,3 +84,10 @@ class Clashes:
         np.add.at(hit, hi[keep] + 1, -1)
         result: BoolArray = np.cumsum(hit[:-1]) > 0
         return result
+
+
+@functools.cache
+def _pairs(count: int) -> tuple[IntArray, IntArray]:
+    """The pairs (i < j) of `count` positions, computed once per count (read only)."""
+    first, second = np.triu_indices(count, 1)
+    return first.astype(np.int64), second.astype(np.int64)

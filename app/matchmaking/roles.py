@@ -83,6 +83,15 @@ class Composition:
         """Whether players of these masks can join those counted in `within` (per set of roles,
         the players seated so far who accept nothing outside it) in `teams` teams' slots; if
         so, they are counted in. A window grows by this, one ticket at a time."""
+        if isinstance(masks, tuple) and len(masks) == 1:
+            # One player (most tickets): each set holding their mask gains one, no tally needed.
+            supersets, caps = self._supersets[masks[0]], self.caps
+            for subset in supersets:
+                if within[subset] >= teams * caps[subset]:
+                    return False
+            for subset in supersets:
+                within[subset] += 1
+            return True
         added: dict[int, int] = {}
         for mask in masks:
             for subset in self._supersets[mask]:

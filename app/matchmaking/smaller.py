@@ -21,7 +21,7 @@ def smaller_matches(forming: Forming, rows: IntArray, region: RegionLimit | None
     """Matches below full size among `rows` (sorted by skill), each anchored on a ticket whose
     wait accepts it, longest wait first."""
     pool, shape = forming.pool, forming.shape
-    if len(rows) < shape.minimum:
+    if int(pool.size[rows].sum()) < shape.minimum:
         return []
     accepted = shape.accepted(pool.waited[rows], forming.relax.seconds)
     anchors = [int(k) for k in np.argsort(-pool.waited[rows], kind="stable") if accepted[k] < shape.players]

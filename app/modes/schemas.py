@@ -18,6 +18,24 @@ MANY_TEAMS_SIZE = 4
 MAX_TEAMS = 200
 
 
+# The most tiers a mode may have.
+MAX_TIERS = 50
+
+
+class TierIn(BaseModel):
+    """One tier: its name and the displayed rating it starts at."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:+ -]+$")
+    min: float = Field(ge=-1e15, le=1e15, allow_inf_nan=False)
+
+
+class Tier(BaseModel):
+    name: str
+    min: float
+
+
 class ModeUpdate(BaseModel):
     """Rating parameters of a mode. Omitted fields keep their current value (defaults on creation)."""
 
@@ -76,7 +94,49 @@ class ModeUpdate(BaseModel):
         '(e.g. {"tank": 1, "healer": 1, "damage": 3}); tickets then list each player\'s roles; null '
         "removes it",
     )
-    min_matches_for_leaderboard: int | None = Field(None, ge=0, le=1_000_000)
+    min_matches_for_leaderboard: int | None = Field(
+        None,
+        ge=0,
+        le=1_000_000,
+        description="placement matches: a player with fewer is provisional and off the leaderboard "
+        "(the same number as placement_matches)",
+    )
+    placement_matches: int | None = Field(
+        None,
+        ge=0,
+        le=1_000_000,
+        description="matches a player is provisional for (placement n of N); the same setting as "
+        "min_matches_for_leaderboard: give either, or both equal",
+    )
+    drift_per_day: float | None = Field(
+        None,
+        ge=0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="skill drift gamma per day (seed 001 eq. 4): before a player's next match sigma² "
+        "grows by drift_per_day² per day since their last match; 0 (default) for none",
+    )
+    tiers: list[TierIn] | None = Field(
+        None,
+        max_length=MAX_TIERS,
+        description="tiers on the displayed rating, ascending by min with distinct names; [] removes "
+        "them. The lowest holds everyone below the second",
+    )
+    demotion_margin: float | None = Field(
+        None,
+        ge=0,
+        le=1e15,
+        allow_inf_nan=False,
+        description="a player is demoted only below their tier's min minus this (displayed units)",
+    )
+    display_scale: float | None = Field(
+        None,
+        gt=0,
+        le=1e9,
+        allow_inf_nan=False,
+        description="displayed rating = display_offset + display_scale · conservative (clients round it)",
+    )
+    display_offset: float | None = Field(None, ge=-1e15, le=1e15, allow_inf_nan=False)
     quality_start: float | None = Field(None, ge=0, le=1, description="queue: quality a match needs at once")
     quality_floor: float | None = Field(None, ge=0, le=1, description="queue: quality needed after relaxing")
     relax_seconds: float | None = Field(
@@ -141,6 +201,16 @@ class ModeOut(BaseModel):
     team_size_min: int
     roles: dict[str, int] | None
     min_matches_for_leaderboard: int
+    placement_matches: int = Field(description="the same number as min_matches_for_leaderboard")
+    drift_per_day: float
+    drift_as_of: dt.datetime | None = Field(
+        description="the instant the leaderboards' conservative ratings are drifted to (moved to the "
+        "present at least every 12 hours); null without drift"
+    )
+    tiers: list[Tier]
+    demotion_margin: float
+    display_scale: float
+    display_offset: float
     quality_start: float
     quality_floor: float
     relax_seconds: float
@@ -153,7 +223,7 @@ class ModeOut(BaseModel):
     @classmethod
     def of(cls, mode: object, **extra: object) -> Self:
         settings = {**SETTINGS_DEFAULTS, **(getattr(mode, "settings", None) or {})}
-        stored = {*SETTINGS_DEFAULTS, *LATENCY_SETTINGS, *SHAPE_SETTINGS}
+        stored = {*SETTINGS_DEFAULTS, *LATENCY_SETTINGS, *SHAPE_SETTINGS, "placement_matches", "tiers"}
         fields = {
             name: getattr(mode, name) for name in cls.model_fields if name not in stored and name not in extra
         }
@@ -164,7 +234,13 @@ class ModeOut(BaseModel):
             "team_size_min": settings.get("team_size_min") or fields["team_size"],
             "teams_min": settings.get("teams_min") or fields["teams"],
         }
-        return cls(**fields, **{k: settings[k] for k in SETTINGS_DEFAULTS}, **latency, **shape, **extra)
+        ranking = {
+            "placement_matches": fields["min_matches_for_leaderboard"],
+            "tiers": getattr(mode, "tiers", None) or [],
+        }
+        return cls(
+            **fields, **{k: settings[k] for k in SETTINGS_DEFAULTS}, **latency, **shape, **ranking, **extra
+        )
 
 
 # How a new season starts from the old one (app.seasons; the formula is in docs/api.md).

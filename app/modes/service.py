@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import TTLCache
+from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.bulk import unbounded
 from app.db.locks import lock_mode
 from app.db.models import Mode
 from app.errors import UnknownMode, ValidationFailed
@@ -25,6 +28,9 @@ from app.modes.schemas import (
     ModeUpdate,
 )
 from app.rating import RatingInputError, TrueSkill
+from app.rating.tiers import Tiers, tiers_of
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 # Another process's PUT reaches this one's cache within this many seconds.
 CACHE_SECONDS = 2.0
@@ -41,6 +47,13 @@ class ModeRules:
     relax: Relaxation = field(default_factory=Relaxation)
     ticket_ttl: float = QUEUE_DEFAULTS["ticket_ttl_seconds"]
     latency: LatencyRule | None = None
+    # Seed 001's gamma per day (app.rating.drift): 0, no drift.
+    drift_per_day: float = 0.0
+    # Placement matches: a player with fewer is provisional and off the leaderboard.
+    placement_matches: int = 0
+    tiers: Tiers | None = None
+    # The modes row's updated_at (microseconds since 1970) these rules were read from.
+    stamp: int = 0
 
     @property
     def teams(self) -> int:
@@ -69,6 +82,7 @@ RATING_PARAMETERS = (
     "size_penalty_c0",
     "size_penalty_c1",
     "roster_cap",
+    "drift_per_day",
 )
 
 
@@ -125,6 +139,10 @@ def rules_of(mode: Mode) -> ModeRules:
         relax,
         queue["ticket_ttl_seconds"],
         latency_rule(mode.settings or {}, queue["relax_seconds"]),
+        mode.drift_per_day,
+        mode.min_matches_for_leaderboard,
+        tiers_of(mode.tiers, mode.demotion_margin, mode.display_scale, mode.display_offset),
+        (mode.updated_at - EPOCH) // dt.timedelta(microseconds=1),
     )
 
 
@@ -209,7 +227,7 @@ def _check_relaxation(settings: dict[str, float | None]) -> None:
         )
 
 
-def _check_shape(teams: int, team_size: int, settings: dict[str, Any], sent: set[str]) -> None:
+def check_shape(teams: int, team_size: int, settings: dict[str, Any], sent: set[str]) -> None:
     """The queue's shape as it would be after the change: teams past MANY_TEAMS_LIMIT only for
     small teams, minimums not above the full size, a composition that adds up to the team
     size. Each refusal names the field sent that makes it."""
@@ -245,8 +263,53 @@ def _check_shape(teams: int, team_size: int, settings: dict[str, Any], sent: set
             )
 
 
+def _check_ranking(values: dict[str, Any]) -> None:
+    """Placement matches are the leaderboard minimum under another name; tiers ascend strictly
+    by min with distinct names. Each refusal names the field."""
+    placements = values.pop("placement_matches", None)
+    least = values.get("min_matches_for_leaderboard")
+    if placements is not None:
+        if least is not None and least != placements:
+            msg = (
+                f"placement_matches ({placements}) and min_matches_for_leaderboard ({least}) are one "
+                "setting: give one, or both equal"
+            )
+            raise ValidationFailed(
+                msg, errors=[{"loc": ["body", "placement_matches"], "msg": msg, "type": "value_error"}]
+            )
+        values["min_matches_for_leaderboard"] = placements
+    tiers = values.get("tiers")
+    if tiers is None:
+        return
+    seen: set[str] = set()
+    for index, tier in enumerate(tiers):
+        msg = ""
+        if tier["name"] in seen:
+            msg = f"tier name {tier['name']!r} appears twice"
+        elif index and tier["min"] <= tiers[index - 1]["min"]:
+            msg = f"tiers must ascend by min: {tier['min']:g} follows {tiers[index - 1]['min']:g}"
+        if msg:
+            raise ValidationFailed(
+                f"tiers.{index}: {msg}",
+                errors=[{"loc": ["body", "tiers", index], "msg": msg, "type": "value_error"}],
+            )
+        seen.add(tier["name"])
+
+
+# What the tiers are placed by: a change re-tiers the mode (app.leaderboards.repository.recount).
+TIER_SETTINGS = (
+    "tiers",
+    "demotion_margin",
+    "display_scale",
+    "display_offset",
+    "conservative_k",
+    "min_matches_for_leaderboard",
+)
+
+
 async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> ModeChange:
     values = update.model_dump(exclude_none=True)
+    _check_ranking(values)
     current = await repository.get(session, name)
     extra: dict[str, float | None] = {key: values.pop(key) for key in SETTINGS_DEFAULTS if key in values}
     # The latency limits and the shape's settings may be set to null (no rule, none, the full
@@ -259,7 +322,7 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     if extra:
         settings = values["settings"] = {k: v for k, v in {**settings, **extra}.items() if v is not None}
     _check_relaxation({**SETTINGS_DEFAULTS, **settings})
-    _check_shape(
+    check_shape(
         values.get("teams", current.teams if current is not None else 2),
         values.get("team_size", current.team_size if current is not None else 1),
         settings,
@@ -293,20 +356,26 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
         values["leaderboard_bucket_width"] = sigma / 64.0
     # Read before the upsert: it refreshes `current` in place.
     before = _rating_parameters(current) if current is not None else None
-    rescore = (
-        current is not None and values.get("conservative_k", current.conservative_k) != current.conservative_k
-    )
-    recount = rescore or (
-        current is not None
-        and values.get("min_matches_for_leaderboard", current.min_matches_for_leaderboard)
-        != current.min_matches_for_leaderboard
-    )
+
+    def changes(key: str) -> bool:
+        return current is not None and key in values and values[key] != getattr(current, key)
+
+    redrift = changes("drift_per_day")
+    if redrift or (current is None and values.get("drift_per_day")):
+        # The leaderboards are drifted to this instant from now on (app.leaderboards.drift).
+        values["drift_as_of"] = func.now()
+    rescore = changes("conservative_k") or redrift
+    retier = any(changes(key) for key in TIER_SETTINGS)
+    recount = rescore or retier
     if recount:
-        # Waits for the mode's in-flight rating writes; new ones wait for this commit.
+        # Waits for the mode's in-flight rating writes; new ones wait for this commit. The
+        # rewrite is one statement over the mode's rows: on a big mode it runs past the request
+        # statement timeout, so that is lifted for this transaction (docs/api.md says what it costs).
+        await unbounded(session)
         await lock_mode(session, name)
     mode = await repository.upsert(session, name, values)
     if recount:
-        await leaderboards.recount(session, name, rescore=rescore)
+        await leaderboards.recount(session, name, rescore=rescore, retier=retier)
     _cache.pop(name, None)
     # Stored ratings were computed with the old parameters; only a replay recomputes them.
     changed = before is not None and before != _rating_parameters(mode)

@@ -7,11 +7,13 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.conservative import conservative_sql
+from app.db.conservative import conservative_sql, drifted_sigma_sql
 from app.db.locks import SHARED_LOCK_SQL
 
 _RATINGS = text("""
-    SELECT r.mode, r.mu, r.sigma, m.conservative_k, r.matches, r.wins, r.losses, r.draws, r.last_played_at
+    SELECT r.mode, r.mu, r.sigma, m.conservative_k, r.matches, r.wins, r.losses, r.draws, r.last_played_at,
+           r.tier, m.tiers, m.drift_per_day, m.min_matches_for_leaderboard, m.display_scale,
+           m.display_offset, now() AS read_at
     FROM ratings r JOIN modes m ON m.name = r.mode
     WHERE r.player_id = :player_id
     ORDER BY r.mode
@@ -91,15 +93,19 @@ async def set_rating(session: AsyncSession, player_id: str, mode: str, mu: float
     await session.execute(_SET, {"player_id": player_id, "mode": mode, "mu": mu, "sigma": sigma})
 
 
-_CURRENT = text(
-    "SELECT player_id, mu, sigma FROM ratings WHERE mode = :mode AND player_id = ANY(CAST(:ids AS varchar[]))"
-)
+# Drifted to now over the time since the last match (the mode's drift_per_day).
+_CURRENT = text(f"""
+    SELECT r.player_id, r.mu, {drifted_sigma_sql("r.sigma", "r.last_played_at", "now()")}
+    FROM ratings r JOIN modes m ON m.name = r.mode
+    WHERE r.mode = :mode AND r.player_id = ANY(CAST(:ids AS varchar[]))
+""")
 
 
 async def current_ratings(
     session: AsyncSession, mode: str, player_ids: list[str]
 ) -> dict[str, tuple[float, float]]:
-    """Current (mu, sigma) of the given players in a mode; players without one are absent."""
+    """Current (mu, sigma) of the given players in a mode, sigma drifted over their time away
+    (app.rating.drift); players without one are absent."""
     rows = (await session.execute(_CURRENT, {"mode": mode, "ids": player_ids})).all()
     return {row[0]: (row[1], row[2]) for row in rows}
 

@@ -6,17 +6,36 @@ import datetime as dt
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.matches.schemas import Placement
 from app.schemas import RatingOut
+
+
+class Drift(BaseModel):
+    """The time away a rating read shows (the mode's drift_per_day, seed 001 eq. 4)."""
+
+    days: float = Field(description="days since the last match, when the rating was read")
+    sigma_at_last_match: float = Field(description="sigma as the last match left it; `rating` is drifted")
 
 
 class ModeRating(BaseModel):
     mode: str
-    rating: RatingOut
+    rating: RatingOut = Field(
+        description="drifted to the time of the read: sigma = sqrt(sigma² + drift_per_day² · days away)"
+    )
     matches: int
     wins: int
     losses: int
     draws: int
     last_played_at: dt.datetime | None
+    displayed: float = Field(
+        description="the rating clients show (rounded): display_offset + display_scale · conservative"
+    )
+    provisional: bool = Field(description="fewer matches than the mode's placement matches")
+    placement: Placement | None = Field(description="null when the mode has no placement matches")
+    tier: str | None = Field(
+        description="null without tiers or before placement; it moves at matches only (not while away)"
+    )
+    drift: Drift | None = Field(description="null when the mode has no drift")
 
 
 class PlayerOut(BaseModel):

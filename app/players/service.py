@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Any
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import metrics, pagination
@@ -9,10 +12,12 @@ from app.db.commit_hooks import after_commit
 from app.errors import NotFound, ValidationFailed
 from app.ids import EVERY_MODE, ModeScope
 from app.jobs.smooth import at_day
+from app.matches.schemas import Placement
 from app.modes import service as modes
 from app.players import repository
 from app.players.schemas import (
     CurvePoint,
+    Drift,
     LearningCurve,
     ModeRating,
     PlayerMatch,
@@ -21,6 +26,8 @@ from app.players.schemas import (
     RatingSet,
 )
 from app.rating import conservative
+from app.rating.drift import drifted_sigma
+from app.rating.tiers import displayed
 from app.schemas import RatingOut
 from app.seasons import repository as seasons
 
@@ -41,20 +48,31 @@ async def get_player(session: AsyncSession, player_id: str, within: ModeScope = 
     if not rows and not await repository.exists(session, player_id):
         raise NotFound(f"no player {player_id!r}")
     rows = [r for r in rows if within.allows(r.mode)]
-    return PlayerOut(
-        player_id=player_id,
-        ratings=[
-            ModeRating(
-                mode=r.mode,
-                rating=_rating(r.mu, r.sigma, r.conservative_k),
-                matches=r.matches,
-                wins=r.wins,
-                losses=r.losses,
-                draws=r.draws,
-                last_played_at=r.last_played_at,
-            )
-            for r in rows
-        ],
+    return PlayerOut(player_id=player_id, ratings=[_mode_rating(r) for r in rows])
+
+
+def _mode_rating(r: Any) -> ModeRating:
+    """A stored rating as read now: drifted over the time since the last match (seed 001 eq. 4),
+    with its placement and tier."""
+    days = 0.0
+    if r.last_played_at is not None:
+        days = max((r.read_at - r.last_played_at) / dt.timedelta(days=1), 0.0)
+    sigma = drifted_sigma(r.sigma, r.drift_per_day, days)
+    rating = _rating(r.mu, sigma, r.conservative_k)
+    of = r.min_matches_for_leaderboard
+    return ModeRating(
+        mode=r.mode,
+        rating=rating,
+        matches=r.matches,
+        wins=r.wins,
+        losses=r.losses,
+        draws=r.draws,
+        last_played_at=r.last_played_at,
+        displayed=displayed(rating.conservative, r.display_scale, r.display_offset),
+        provisional=r.matches < of,
+        placement=Placement(played=min(r.matches, of), of=of) if of > 0 else None,
+        tier=r.tiers[r.tier]["name"] if r.tier is not None and r.tiers and r.tier < len(r.tiers) else None,
+        drift=Drift(days=days, sigma_at_last_match=r.sigma) if r.drift_per_day > 0 else None,
     )
 
 

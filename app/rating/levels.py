@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.rating.batch import two_team_quality_batch
+from app.rating.drift import drift_columns
 from app.rating.environment import TrueSkill
 from app.rating.errors import RatingInputError
 from app.rating.history.schedule import chain_levels
@@ -61,6 +62,40 @@ class Matches:
         return len(self.start) - 1
 
 
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """Skill drift between a player's matches (app.rating.drift, seed 001 eq. 4): gamma per
+    day, each match's instant (`played_us`, microseconds since 1970) and each player's last
+    played instant (`last_us`, by player index, updated in place; NEVER for none). Before a
+    match, its players' sigma is drifted from their last match to it; `before` is that
+    drifted rating, then tau is added as always."""
+
+    gamma: float
+    played_us: Index
+    last_us: Index
+
+    def apply(self, matches: Matches, chosen: Index, sigma: Array) -> tuple[Index, Array, Index]:
+        """Drift the players of the `chosen` matches (no two share a player) to their match:
+        the players, and their sigma and last instant before, for `undo`."""
+        sizes = matches.start[chosen + 1] - matches.start[chosen]
+        shift = np.repeat(matches.start[chosen] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+        entries = shift + np.arange(int(sizes.sum()), dtype=np.int64)
+        players = matches.player[entries]
+        at = np.repeat(self.played_us[chosen], sizes)
+        saved = (players, sigma[players], self.last_us[players])
+        sigma[players] = drift_columns(sigma[players], self.last_us[players], at, self.gamma)
+        self.last_us[players] = np.maximum(self.last_us[players], at)
+        return saved
+
+    def undo(self, matches: Matches, i: int, saved: tuple[Index, Array, Index], sigma: Array) -> None:
+        """Give match i's players back their sigma and last instant from before `apply`: a
+        match the engine refused is not applied, its time away included."""
+        players, old_sigma, old_last = saved
+        mine = np.isin(players, matches.player[matches.start[i] : matches.start[i + 1]])
+        sigma[players[mine]] = old_sigma[mine]
+        self.last_us[players[mine]] = old_last[mine]
+
+
 @dataclass(slots=True)
 class Rated:
     """Per entry the rating before and after and the player's win, loss or draw; per match
@@ -94,14 +129,19 @@ def rate_levels(
     mu: Array,
     sigma: Array,
     progress: Callable[[float], None] = lambda _: None,
+    drift: Drift | None = None,
 ) -> Rated:
     """Rate `matches` in order on the ratings `mu`, `sigma` (one per player index, updated in
-    place to every player's rating after the last of their matches), level by level."""
+    place to every player's rating after the last of their matches), level by level; with
+    `drift`, each player's sigma drifts over the time since their previous match first."""
     n, entries = matches.count, len(matches.player)
     out = Rated.empty(entries, n)
     if n <= ONE_AT_A_TIME:
         for i in range(n):
+            saved = None if drift is None else drift.apply(matches, np.array([i], dtype=np.int64), sigma)
             _rate_one(env, matches, i, out, mu, sigma)
+            if saved is not None and drift is not None and i in out.refused:
+                drift.undo(matches, i, saved, sigma)
         progress(1.0)
         return out
     start, team, weight, player = matches.start, matches.team, matches.weight, matches.player
@@ -136,9 +176,12 @@ def rate_levels(
         if run % every == 0:
             progress(lo / n)
         chosen = order[lo:hi]
+        saved = None if drift is None else drift.apply(matches, chosen, sigma)
         if shape[chosen[0]] == 0:
             for i in chosen.tolist():
                 _rate_one(env, matches, i, out, mu, sigma)
+                if saved is not None and drift is not None and i in out.refused:
+                    drift.undo(matches, i, saved, sigma)
             continue
         head = chosen[0]
         w_entries = winner_at[chosen][:, None] + columns[: winners[head]]

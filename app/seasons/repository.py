@@ -53,7 +53,7 @@ _START = text("""
 
 _ADVANCE = text("UPDATE modes SET season = :ordinal WHERE name = :mode")
 
-_VALUES = "player_id, rank, mu, sigma, conservative, matches, wins, losses, draws, last_played_at"
+_VALUES = "player_id, rank, mu, sigma, conservative, matches, wins, losses, draws, last_played_at, tier"
 
 
 # An ended season's archive until it is ranked: a plain table, the partition-to-be of
@@ -96,7 +96,7 @@ def _ranked_sql(season_id: int, min_matches: int) -> list[str]:
                    CASE WHEN {eligible}
                         THEN row_number() OVER (PARTITION BY {eligible} ORDER BY conservative DESC, player_id)
                    END,
-                   mu, sigma, conservative, matches, wins, losses, draws, last_played_at
+                   mu, sigma, conservative, matches, wins, losses, draws, last_played_at, tier
             FROM {filling}""",
         f"ALTER TABLE {ranked} ADD CONSTRAINT pk_{filling} PRIMARY KEY (season_id, player_id)",
         f"CREATE INDEX ix_{filling}_rank ON {ranked} (season_id, rank) WHERE rank IS NOT NULL",
@@ -128,7 +128,7 @@ _STARTS = text("""
 _PAST_MATCHES = text("SELECT id FROM matches WHERE mode = :mode AND applied_seq <= :seq")
 
 _PAGE = text("""
-    SELECT player_id, mu, sigma, conservative, matches, rank FROM season_standings
+    SELECT player_id, mu, sigma, conservative, matches, rank, tier FROM season_standings
     WHERE season_id = :season_id AND rank IS NOT NULL AND rank > :after
     ORDER BY rank LIMIT :limit
 """)
@@ -137,11 +137,11 @@ _STANDING = text("""
     WITH me AS (
         SELECT rank FROM season_standings WHERE season_id = :season_id AND player_id = :player_id
     )
-    SELECT a.player_id, a.mu, a.sigma, a.conservative, a.matches, a.rank
+    SELECT a.player_id, a.mu, a.sigma, a.conservative, a.matches, a.rank, a.tier
     FROM season_standings a, me
     WHERE a.season_id = :season_id AND a.player_id = :player_id
     UNION ALL
-    SELECT a.player_id, a.mu, a.sigma, a.conservative, a.matches, a.rank
+    SELECT a.player_id, a.mu, a.sigma, a.conservative, a.matches, a.rank, a.tier
     FROM season_standings a, me
     WHERE a.season_id = :season_id AND me.rank IS NOT NULL
       AND a.rank BETWEEN me.rank - :around AND me.rank + :around AND a.rank <> me.rank
@@ -156,7 +156,7 @@ class Ranked:
 
 
 def _ranked(r: Any) -> Ranked:
-    return Ranked(int(r.rank), Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches))
+    return Ranked(int(r.rank), Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier))
 
 
 async def seasons(session: AsyncSession, mode: str) -> list[Season]:
@@ -297,7 +297,7 @@ async def standing(
     me = mine[0]
     around_rows = [_ranked(r) for r in rows if r.rank is not None]
     return (
-        Row(me.player_id, me.mu, me.sigma, me.conservative, me.matches),
+        Row(me.player_id, me.mu, me.sigma, me.conservative, me.matches, me.tier),
         None if me.rank is None else int(me.rank),
         around_rows,
     )

@@ -9,9 +9,11 @@
   with more than two teams each team's Δ is the mean of its duels with the others (seed 000's
   "duelling" heuristic).
 - **Random pairing**: the same queue, but tickets are matched in random order as soon as a
-  match's worth wait, ignoring skill, quality and latency: what the loop would learn if
-  matchmaking chose no informative matches (seed 003 §4.2 calls matchmaking by quality
-  sequential experimental design).
+  match's worth wait, ignoring skill, quality, latency, roles and avoid lists: what the loop
+  would learn if matchmaking chose no informative matches (seed 003 §4.2 calls matchmaking by
+  quality sequential experimental design). A mode whose matches may shrink gets smaller
+  matches by the same rule as the service's (shape.py: the size the longest wait accepts), so
+  both loops' matches hold about as many players.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy.typing as npt
 
 from app.matchmaking.pool import Match, Pool
 from app.matchmaking.quality import team_quality
+from app.matchmaking.shape import MatchShape
 from app.rating.truncation import erfc_array
 
 FloatArray = npt.NDArray[np.float64]
@@ -58,12 +61,22 @@ def elo_deltas(ratings: FloatArray, ranks: FloatArray, beta: float) -> FloatArra
 
 
 def random_matches(
-    pool: Pool, teams: int, team_size: int, beta: float, rng: np.random.Generator, max_matches: int
+    pool: Pool,
+    teams: int,
+    team_size: int,
+    beta: float,
+    rng: np.random.Generator,
+    max_matches: int,
+    shrinking: tuple[MatchShape, float] | None = None,
 ) -> list[Match]:
     """Matches of teams × team_size from the pool's tickets taken in random order, each placed
     in the first team with room for it (a party that fits nowhere waits for the next call);
-    only tickets of one group share a match. Quality is seed 000 eq. 7, for the report."""
+    only tickets of one group share a match. With `shrinking` (a shape that may shrink, and its
+    relax_seconds), the tickets left of each group then make one smaller match, the largest
+    their players fill down to the size their longest wait accepts. Quality is seed 000 eq. 7,
+    for the report."""
     found: list[list[list[int]]] = []
+    smaller: list[list[list[int]]] = []
     rows = np.flatnonzero(pool.size <= team_size)
     sizes = pool.size.tolist()
     for group in np.unique(pool.group[rows]).tolist():
@@ -85,9 +98,35 @@ def random_matches(
                     skipped.append(row)
             carried = skipped
             if sum(filled) < teams * team_size:
+                # The tickets of this unfilled match, and those it skipped, wait on.
+                carried = [row for team in placed for row in team] + skipped
                 break
             found.append(placed)
-    return _scored(pool, found, beta)
+        if shrinking is not None and len(found) + len(smaller) < max_matches:
+            match = _smaller(pool, [*carried, *queue[position:]], *shrinking)
+            if match is not None:
+                smaller.append(match)
+    return _scored(pool, found, beta) + _scored(pool, smaller, beta)
+
+
+def _smaller(pool: Pool, left: list[int], shape: MatchShape, seconds: float) -> list[list[int]] | None:
+    """The left tickets (in their random order) in one smaller match, if their longest wait
+    accepts one their players can fill: the first team with room takes each ticket."""
+    if not left:
+        return None
+    sizes = pool.size.tolist()
+    players = sum(sizes[row] for row in left)
+    least = int(shape.accepted(np.array([float(pool.waited[left].max())]), seconds)[0])
+    for teams, team_size in shape.smaller(min(players, shape.players - 1), least):
+        filled = [0] * teams
+        placed: list[list[int]] = [[] for _ in range(teams)]
+        for row in left:
+            if sum(filled) == teams * team_size:
+                break
+            _place(row, sizes[row], filled, placed, team_size)
+        if sum(filled) == teams * team_size:
+            return placed
+    return None
 
 
 def _place(row: int, size: int, filled: list[int], placed: list[list[int]], team_size: int) -> bool:
@@ -104,6 +143,8 @@ def _scored(pool: Pool, found: list[list[list[int]]], beta: float) -> list[Match
     """The matches (teams of pool rows) with their quality, all scored at once."""
     if not found:
         return []
+    if len({len(placed) for placed in found}) > 1:
+        return [match for placed in found for match in _scored(pool, [placed], beta)]
     beta2 = beta * beta
     teams = len(found[0])
     width = max(len(team) for placed in found for team in placed)

@@ -1,7 +1,8 @@
 """The live clock: the scenario through HTTP against a running service, in real time.
 
 The same population and behaviour as the virtual clock, played through the typed client
-(app.client): each party queues a ticket (`create_ticket`, with its latencies) and long-polls
+(app.client): each party queues a ticket (`create_ticket`, with its latencies, its players'
+roles and their avoid list) and long-polls
 it (`get_ticket(wait=)`); one lobby loop calls `matchmake` every interval (again at once while
 it forms matches); the first ticket of each proposal hosts the match: it plays it out (the
 match's length in real seconds), draws the outcome from the true skills and posts the result
@@ -33,6 +34,7 @@ from app.queues.schemas import ProposalOut, TicketOut
 from app.simulation.baselines import elo_deltas
 from app.simulation.population import Behaviour, Offline, Population, Streams
 from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
+from app.simulation.roster import AvoidLists, Roles
 from app.simulation.scenario import Scenario
 from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
 
@@ -89,6 +91,9 @@ class LiveRun:
         )
         self.recorder = Recorder(len(population))
         self.offline = Offline(population.home, len(population.regions))
+        spec = scenario.population
+        self.roles = Roles(scenario, population) if population.preference is not None else None
+        self.avoid = AvoidLists(len(population), spec.avoid_probability, spec.avoid_list, streams.avoidance)
         self.matches: dict[str, asyncio.Future[Played]] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.hosted = 0
@@ -125,6 +130,7 @@ class LiveRun:
             time.perf_counter() - wall,
             self.columns,
             lost,
+            self.roles.composition.roles if self.roles is not None else (),
         )
 
     async def _seed_ratings(self, api: AsyncClient) -> None:
@@ -166,7 +172,7 @@ class LiveRun:
 
     def _arrive(self) -> int:
         size = self.behaviour.party_size()
-        players = self.offline.take(self.behaviour.rng, size)
+        players = self.offline.take(self.behaviour.rng, size, self.roles.fits if self.roles else None)
         if not players:
             self.recorder.turned_away += size
             return 0
@@ -198,12 +204,18 @@ class LiveRun:
                 for name, ms in zip(self.population.regions, worst.tolist(), strict=True)
                 if math.isfinite(ms)
             }
+        if self.roles is not None:
+            listed = self.roles.ticket(players)
+            body["roles"] = {self.ids[p]: list(names) for p, names in zip(players, listed, strict=True)}
+        if self.avoid:
+            body["avoid"] = [self.ids[p] for p in self.avoid.of(players)]
         return body
 
     async def _session(self, players: list[int]) -> None:
         remaining = self.behaviour.session_matches()
         home = int(self.population.home[players[0]])
         skill = float(self.columns.skill[players].mean())
+        first = int(self.roles.first[players[0]]) if self.roles is not None and len(players) == 1 else -1
         try:
             async with AsyncClient(self.url, self.key) as api:
                 while remaining > 0 and self.now() < self.scenario.duration_seconds:
@@ -218,10 +230,17 @@ class LiveRun:
                     waited = self.now() - queued_at
                     if state is None or state.status != "matched" or state.match is None:
                         outcome = EXPIRED if state is not None and state.status == "expired" else LEFT_AT_END
-                        self.recorder.ticket(queued_at, waited, outcome, len(players), skill, before, home)
+                        self.recorder.ticket(
+                            queued_at, waited, outcome, len(players), skill, before, home, first
+                        )
                         return
-                    self.recorder.ticket(queued_at, waited, MATCHED, len(players), skill, before, home)
                     proposal = state.match
+                    seated = -1
+                    if first >= 0 and self.roles is not None and proposal.roles is not None:
+                        seated = self.roles.index(proposal.roles[self.ids[players[0]]])
+                    self.recorder.ticket(
+                        queued_at, waited, MATCHED, len(players), skill, before, home, first, seated
+                    )
                     played = self.matches.setdefault(
                         proposal.proposal_id, asyncio.get_running_loop().create_future()
                     )
@@ -275,15 +294,17 @@ class LiveRun:
         """Play the match out and post its result; its players learn of it through `played`."""
         formed = self.now()
         teams = [[self.index[player] for player in team] for team in proposal.teams]
-        mode, truth = self.scenario.mode, self.scenario.truth
+        truth = self.scenario.truth
         skills = np.array([[self.columns.skill[team].sum() for team in teams]])
+        # Every team of a match has one size, the mode's or, once it may shrink, smaller.
+        size = len(teams[0])
         if len(teams) == 2:
             outcome = int(
                 two_team_outcomes(
                     self.outcomes,
                     skills[:, 0],
                     skills[:, 1],
-                    mode.team_size,
+                    size,
                     truth.beta,
                     truth.draw_probability,
                 )[0]
@@ -292,7 +313,7 @@ class LiveRun:
                 [[2.0 if outcome == SECOND_WINS else 1.0, 2.0 if outcome == FIRST_WINS else 1.0]]
             )
         else:
-            placed = ranks(self.outcomes, skills, mode.team_size, truth.beta, truth.draw_probability)
+            placed = ranks(self.outcomes, skills, size, truth.beta, truth.draw_probability)
             outcome = -1
         await asyncio.sleep(self.behaviour.match_length())
         body = {
@@ -345,12 +366,14 @@ class LiveRun:
             np.array([spread]),
             np.array([outcome], dtype=np.int64),
             np.array([regions.index(proposal.region) if proposal.region in regions else -1], dtype=np.int64),
+            np.array([members.size], dtype=np.int64),
         )
         drift = self.scenario.truth.skill_drift
         flat = members.ravel()
         if drift > 0:
             self.columns.skill[flat] += self.outcomes.normal(0.0, drift, len(flat))
-        self.columns.finished(flat, np.repeat(score, mode.team_size))
+        self.columns.finished(flat, np.repeat(score, members.shape[1]))
+        self.avoid.after_match(flat)
 
     async def _check(self, api: AsyncClient) -> int:
         """Lost results: matches whose post failed, and any player whose match count on the
@@ -375,7 +398,9 @@ class LiveRun:
         for player, ours, theirs in differ[:10]:
             self.recorder.errors.append(f"player {player}: {ours} matches posted, the service holds {theirs}")
         missing = sum(max(0, ours - theirs) for _, ours, theirs in differ)
-        return self.lost + math.ceil(missing / self.scenario.mode.players_per_match)
+        # Games missing, in matches: at the fewest players a match may have (a mode's matches
+        # may shrink), so a lost match is never undercounted.
+        return self.lost + math.ceil(missing / self.scenario.mode.shape.minimum)
 
 
 def run_live(

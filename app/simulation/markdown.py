@@ -84,6 +84,21 @@ def describe(scenario: Scenario, population: int) -> list[str]:
         if m.max_latency_ms is None
         else f"{m.max_latency_ms:g} ms, relaxing to {m.max_latency_relaxed_ms:g} ms"
     )
+    if spec.roles:
+        every = sum(r.share for r in spec.roles)
+        who += "; roles accepted, in order of preference: " + ", ".join(
+            f"{' > '.join(r.accepts)} {r.share / every:.0%}" for r in spec.roles
+        )
+    if spec.avoid_probability:
+        who += (
+            f"; after each match a player avoids one of its other players with probability"
+            f" {spec.avoid_probability:g} (lists of {spec.avoid_list})"
+        )
+    shape = m.shape
+    size = f"{m.teams} × {m.team_size}"
+    if shape.flexible:
+        size += f", shrinking to {shape.shapes[-1][0]} × {shape.shapes[-1][1]} over relax_seconds"
+    composition = shape.composition
     lines = [
         f"- **Population**: {who}.",
         f"- **Arrivals**: {arrivals}. **Sessions**: {session}. **Parties** (of the tickets): {parties}.",
@@ -100,7 +115,15 @@ def describe(scenario: Scenario, population: int) -> list[str]:
     return lines + table(
         ["setting", "value"],
         [
-            ["teams × team_size", f"{m.teams} × {m.team_size}"],
+            ["teams × team_size", size],
+            [
+                "roles (per team)",
+                "none"
+                if composition is None
+                else ", ".join(
+                    f"{r}: {c}" for r, c in zip(composition.roles, composition.counts, strict=True)
+                ),
+            ],
             ["mu, sigma, beta, tau", f"{m.mu:g}, {m.sigma:.4g}, {m.beta:.4g}, {m.tau:.4g}"],
             ["draw_probability", f"{m.draw_probability:g}"],
             ["quality_start → quality_floor", f"{m.quality_start:g} → {m.quality_floor:g}"],
@@ -110,6 +133,22 @@ def describe(scenario: Scenario, population: int) -> list[str]:
             ["displayed rating", f"mu − {m.conservative_k:g}·sigma"],
         ],
     )
+
+
+def _random_also(scenario: Scenario) -> str:
+    """What else random pairing ignores, or does as the mode does, for this scenario."""
+    ignored = [
+        name
+        for name, used in (
+            ("roles", scenario.mode.shape.composition is not None),
+            ("avoid lists", scenario.population.avoid_probability > 0),
+        )
+        if used
+    ]
+    text = f" (and {' and '.join(ignored)})" if ignored else ""
+    if scenario.mode.shape.flexible:
+        text += "; its matches shrink with the longest wait by the mode's rule"
+    return text
 
 
 def headline(result: Result) -> list[tuple[str, str]]:
@@ -188,7 +227,9 @@ def method(scenario: Scenario, run: Run) -> list[str]:
         " players, and two teams within the draw margin draw (seed 000 §2, §4.1). Elo is seed 000's"
         " Gaussian Elo (eq. 1) with K = 24 on Elo's scale (β = 200 points), in the mode's units"
         " K = 24·β/200, starting at the mode's mu; a team plays at its players' mean rating. Random"
-        " pairing matches the waiting tickets in random order, ignoring skill, quality and latency.",
+        " pairing matches the waiting tickets in random order, ignoring skill, quality and latency"
+        + _random_also(scenario)
+        + ".",
         "",
     ]
     return lines

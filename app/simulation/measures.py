@@ -125,6 +125,58 @@ def waits_by_experience(run: Run) -> list[WaitRow]:
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class TicketKindRow:
+    """Waits of one kind of ticket, and under roles how often its player got their first choice."""
+
+    waits: WaitRow
+    first_choice: float  # share of the matched seated in the role they list first (nan: no roles)
+
+
+def waits_by_ticket(run: Run) -> list[TicketKindRow]:
+    """Under roles, solo players by the role they list first (what a role queue's players wait
+    for, and whether they play it); then parties by size, when there are any."""
+    matched = run.ticket_outcome == MATCHED
+    expired = run.ticket_outcome == EXPIRED
+    rows = []
+    for number, role in enumerate(run.roles):
+        mine = (run.ticket_role == number) & (run.ticket_players == 1)
+        seated = run.ticket_seated[mine & matched]
+        rows.append(
+            TicketKindRow(
+                _waits(f"{role} first", run.ticket_waited[mine & matched], int((mine & expired).sum())),
+                float((seated == number).mean()) if len(seated) else math.nan,
+            )
+        )
+    sizes = np.unique(run.ticket_players).tolist()
+    if max(sizes, default=1) > 1:
+        for size in sizes:
+            mine = run.ticket_players == size
+            label = "solo" if size == 1 else f"party of {size}"
+            rows.append(
+                TicketKindRow(
+                    _waits(label, run.ticket_waited[mine & matched], int((mine & expired).sum())), math.nan
+                )
+            )
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class SizeRow:
+    players: int
+    matches: int
+    quality: float  # mean
+
+
+def match_sizes(run: Run) -> list[SizeRow]:
+    """Matches by their number of players (a mode may let them shrink with the wait)."""
+    rows = []
+    for players in sorted(np.unique(run.match_players).tolist(), reverse=True):
+        mine = run.match_players == players
+        rows.append(SizeRow(int(players), int(mine.sum()), float(run.match_quality[mine].mean())))
+    return rows
+
+
 def waits_by_region(run: Run, regions: Sequence[str]) -> list[WaitRow]:
     matched = run.ticket_outcome == MATCHED
     names = list(regions) or ["(one region)"]
@@ -154,7 +206,9 @@ def predictions(run: Run, scenario: Scenario) -> tuple[FloatArray, FloatArray]:
     """Per two-team match: the mode's P(first team wins) and P(draw), before it was played."""
     mode = scenario.mode
     c = np.sqrt(run.match_spread)
-    margin = draw_margin(mode.draw_probability, math.sqrt(mode.players_per_match) * mode.beta)
+    # The margin of each match's own size (a mode may let matches shrink).
+    sizes = run.match_players.astype(np.float64)
+    margin = draw_margin(mode.draw_probability, mode.beta) * np.sqrt(sizes)
     gap = np.abs(run.match_gap)
     win = normal_cdf(run.match_gap / c)
     draw = normal_cdf((margin - gap) / c) - normal_cdf((-margin - gap) / c)

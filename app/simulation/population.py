@@ -8,7 +8,7 @@ population itself (the same true skills and latencies).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +24,8 @@ IntArray = npt.NDArray[np.int64]
 class Population:
     """Per player: true skill, home region (an index of `regions`; 0 when there are none),
     latency to each region's servers in ms (+inf where the player's tickets do not list it;
-    None without regions), and the rating the loop starts them at."""
+    None without regions), the rating the loop starts them at, and under a mode with roles
+    the role preferences they accept (an index of the scenario's population.roles)."""
 
     skill: FloatArray
     home: IntArray
@@ -32,6 +33,7 @@ class Population:
     mu: FloatArray
     sigma: FloatArray
     regions: tuple[str, ...]
+    preference: IntArray | None = None
 
     def __len__(self) -> int:
         return len(self.skill)
@@ -40,19 +42,24 @@ class Population:
 @dataclass(frozen=True, slots=True)
 class Streams:
     """Independent random streams of one seed: the population, the players' comings and
-    goings, the match outcomes, and the random-pairing baseline's shuffles. Two configurations
-    compared on one seed share the population exactly."""
+    goings, the match outcomes, the random-pairing baseline's shuffles, and who avoids whom.
+    Two configurations compared on one seed share the population exactly. (A SeedSequence's
+    n-th child does not depend on how many are spawned: a stream added last leaves the others'
+    draws, and so every earlier scenario's runs, as they were.)"""
 
     population: np.random.Generator
     behaviour: np.random.Generator
     outcomes: np.random.Generator
     pairing: np.random.Generator
+    avoidance: np.random.Generator
 
     @classmethod
     def of(cls, seed: int) -> Streams:
-        children = np.random.SeedSequence(seed).spawn(4)
-        population, behaviour, outcomes, pairing = (np.random.default_rng(child) for child in children)
-        return cls(population, behaviour, outcomes, pairing)
+        children = np.random.SeedSequence(seed).spawn(5)
+        population, behaviour, outcomes, pairing, avoidance = (
+            np.random.default_rng(child) for child in children
+        )
+        return cls(population, behaviour, outcomes, pairing, avoidance)
 
 
 def build(
@@ -81,7 +88,9 @@ def build(
     count = len(skill)
     regions = tuple(region.name for region in scenario.regions)
     if not regions:
-        return Population(skill, np.zeros(count, dtype=np.int64), None, mu, sigma, ())
+        return Population(
+            skill, np.zeros(count, dtype=np.int64), None, mu, sigma, (), _preferences(scenario, rng, count)
+        )
     shares = np.array([region.share for region in scenario.regions])
     home = rng.choice(len(regions), size=count, p=shares / shares.sum()).astype(np.int64)
     latency = np.full((count, len(regions)), np.inf)
@@ -92,7 +101,18 @@ def build(
         latency[mine, number] = own[mine]
         for other, extra in region.others.items():
             latency[mine, regions.index(other)] = own[mine] + extra
-    return Population(skill, home, latency, mu, sigma, regions)
+    return Population(skill, home, latency, mu, sigma, regions, _preferences(scenario, rng, count))
+
+
+def _preferences(scenario: Scenario, rng: np.random.Generator, count: int) -> IntArray | None:
+    """Each player's role preferences, by the scenario's shares (drawn last, so a scenario
+    without roles draws as it always did)."""
+    listed = scenario.population.roles
+    if not listed:
+        return None
+    shares = np.array([preference.share for preference in listed])
+    chosen: IntArray = rng.choice(len(listed), size=count, p=shares / shares.sum()).astype(np.int64)
+    return chosen
 
 
 class Behaviour:
@@ -158,9 +178,13 @@ class Offline:
     def __len__(self) -> int:
         return sum(len(members) for members in self.members)
 
-    def take(self, rng: np.random.Generator, count: int) -> list[int]:
+    def take(
+        self, rng: np.random.Generator, count: int, fits: Callable[[list[int]], bool] | None = None
+    ) -> list[int]:
         """A random offline player and up to count − 1 more from the same region (fewer when
-        the region has fewer offline); [] when nobody is offline."""
+        the region has fewer offline); [] when nobody is offline. With `fits`, a mate drawn who
+        would make the party unfit (roles that cannot fill one team together) stays offline,
+        and the party is the smaller."""
         total = len(self)
         if total == 0:
             return []
@@ -173,10 +197,17 @@ class Offline:
         self._remove(lead)
         party = [lead]
         members = self.members[region]
-        while len(party) < count and members:
+        refused: list[int] = []
+        for _ in range(count - 1):
+            if not members:
+                break
             mate = members[int(rng.integers(len(members)))]
             self._remove(mate)
-            party.append(mate)
+            if fits is None or fits([*party, mate]):
+                party.append(mate)
+            else:
+                refused.append(mate)
+        self.put_back(refused)
         return party
 
     def put_back(self, players: Sequence[int]) -> None:

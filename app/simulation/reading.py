@@ -17,7 +17,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.errors import ValidationFailed
 from app.modes.schemas import PERFORMANCE_DEFAULTS, QUEUE_DEFAULTS, ModeUpdate
+from app.modes.service import check_shape, shape_of
+from app.queues.schemas import AVOID_PER_PLAYER
 from app.rating import RatingInputError
 from app.simulation.checked import ScenarioError, Table
 from app.simulation.scenario import (
@@ -27,6 +30,7 @@ from app.simulation.scenario import (
     ModeSettings,
     PopulationSpec,
     Region,
+    RolePreference,
     Scenario,
     Sessions,
     Skills,
@@ -36,7 +40,6 @@ from app.simulation.scenario import (
 # Keys the issue names whose queue features are not in the service yet: refused by name
 # rather than accepted and ignored (docs/simulator.md says what each will mean).
 NOT_YET = {
-    "population.roles": "roles need the queue's team composition (issue 37), not in this service yet",
     "sessions.decline_probability": (
         "declines need the queue's ready check (issue 38), not in this service yet"
     ),
@@ -61,6 +64,9 @@ MODE_KEYS = frozenset(
         "roster_cap",
         "teams",
         "team_size",
+        "teams_min",
+        "team_size_min",
+        "roles",
         "min_matches_for_leaderboard",
         "quality_start",
         "quality_floor",
@@ -70,15 +76,10 @@ MODE_KEYS = frozenset(
         "max_latency_relaxed_ms",
     }
 )
-# Mode settings of queue features the loop does not model yet (team composition, smaller
-# matches: issue 37), refused by name. A field the service gains that is in neither set would
-# be sent to a live service but ignored by the virtual clock; tests/simulation/test_reading.py
-# fails until it is modelled or listed here.
-MODE_NOT_YET = {
-    "roles": "team compositions (issue 37) are not modelled by the simulator yet",
-    "teams_min": "matches that shrink with the wait (issue 37) are not modelled by the simulator yet",
-    "team_size_min": "matches that shrink with the wait (issue 37) are not modelled by the simulator yet",
-}
+# Mode settings of queue features the loop does not model yet, refused by name (none today). A
+# field the service gains that is in neither set would be sent to a live service but ignored by
+# the virtual clock; tests/simulation/test_reading.py fails until it is modelled or listed here.
+MODE_NOT_YET: dict[str, str] = {}
 # The service's defaults for a new mode (its table's defaults; beta and tau from sigma as
 # app.modes.service.put_mode sets them, seed 000 §4.2).
 MODE_DEFAULTS: dict[str, Any] = {
@@ -124,7 +125,7 @@ def scenario_of(data: Mapping[str, Any], default_name: str) -> Scenario:
         name=top.text("name", default_name),
         seed=top.whole("seed", 0, low=0),
         duration_seconds=_duration(top),
-        population=_population(population),
+        population=_population(population, mode),
         arrivals=_arrivals(arrivals),
         sessions=_sessions(sessions),
         parties=_parties(parties, mode.team_size),
@@ -168,16 +169,26 @@ def _duration(top: Table) -> float:
     return seconds
 
 
-def _population(table: Table) -> PopulationSpec:
+def _population(table: Table, mode: ModeSettings) -> PopulationSpec:
     size = table.whole("size", low=2, high=10_000_000)
     from_mode = table.raw("from_mode")
     skill = table.raw("skill")
+    roles = _roles(table, mode)
+    avoid_probability = table.number("avoid_probability", 0.0, low=0.0, high=1.0)
+    # The service takes AVOID_PER_PLAYER avoided ids per player of a ticket.
+    avoid_list = table.whole("avoid_list", 10, low=1, high=AVOID_PER_PLAYER)
     if from_mode is not None:
         if skill is not None:
             raise ScenarioError("population.skill: give either skill or from_mode, not both")
         if not isinstance(from_mode, str) or not from_mode:
             raise ScenarioError(f"population.from_mode: must be a mode's name, got {from_mode!r}")
-        return PopulationSpec(size, from_mode=from_mode)
+        return PopulationSpec(
+            size,
+            from_mode=from_mode,
+            roles=roles,
+            avoid_probability=avoid_probability,
+            avoid_list=avoid_list,
+        )
     skills = Table(skill if skill is not None else {}, "population.skill", NOT_YET)
     kind = skills.text("distribution", "normal", choices=("normal", "uniform"))
     if kind == "normal":
@@ -186,7 +197,50 @@ def _population(table: Table) -> PopulationSpec:
         low = skills.number("low", 0.0)
         result = Skills(kind, low=low, high=skills.number("high", 50.0, above=low))
     skills.finish()
-    return PopulationSpec(size, result)
+    return PopulationSpec(size, result, None, roles, avoid_probability, avoid_list)
+
+
+def _roles(table: Table, mode: ModeSettings) -> tuple[RolePreference, ...]:
+    """`[[population.roles]]`: shares of the players by the roles they accept, which a mode
+    with roles needs (its tickets must list every player's roles) and any other mode refuses."""
+    listed = table.raw("roles")
+    composition = mode.shape.composition
+    if composition is None:
+        if listed is not None:
+            raise ScenarioError("population.roles: the mode has no roles (set mode.roles)")
+        return ()
+    names = ", ".join(composition.roles)
+    if listed is None:
+        raise ScenarioError(
+            f"population.roles: missing: mode.roles needs every player's role preferences ({names})"
+        )
+    if not isinstance(listed, list) or not listed:
+        raise ScenarioError("population.roles: must be an array of tables ([[population.roles]])")
+    preferences = []
+    for number, raw in enumerate(listed):
+        entry = Table(raw, f"population.roles[{number}]", NOT_YET)
+        accepts = entry.raw("accepts")
+        key = entry.key("accepts")
+        if (
+            not isinstance(accepts, list)
+            or not accepts
+            or not all(isinstance(name, str) for name in accepts)
+            or len(set(accepts)) != len(accepts)
+        ):
+            raise ScenarioError(
+                f"{key}: must be a list of the mode's roles ({names}), each once, got {accepts!r}"
+            )
+        unknown = [name for name in accepts if name not in composition.roles]
+        if unknown:
+            raise ScenarioError(f"{key}: unknown role {unknown[0]!r} (the mode's roles: {names})")
+        preferences.append(RolePreference(tuple(accepts), entry.number("share", low=0.0)))
+        entry.finish()
+    if not any(preference.share for preference in preferences):
+        raise ScenarioError("population.roles: every share is 0")
+    for role in composition.roles:
+        if not any(role in preference.accepts and preference.share for preference in preferences):
+            raise ScenarioError(f"population.roles: nobody accepts {role!r}, so no match can form")
+    return tuple(preferences)
 
 
 def _arrivals(table: Table) -> Arrivals:
@@ -299,6 +353,11 @@ def _mode(table: Table, default_name: str) -> ModeSettings:
             f"mode.quality_floor: {merged['quality_floor']} "
             f"must not exceed quality_start ({merged['quality_start']})"
         )
+    try:
+        check_shape(int(merged["teams"]), int(merged["team_size"]), body, set(body))
+    except ValidationFailed as exc:
+        errors = exc.errors or [{"loc": ["body", "teams"]}]
+        raise ScenarioError(f"mode.{errors[0]['loc'][-1]}: {exc.detail}") from None
     limit, relaxed = merged.get("max_latency_ms"), merged.get("max_latency_relaxed_ms")
     if relaxed is not None and limit is None:
         raise ScenarioError("mode.max_latency_relaxed_ms: needs max_latency_ms")
@@ -321,6 +380,7 @@ def _mode(table: Table, default_name: str) -> ModeSettings:
         ticket_ttl_seconds=float(merged["ticket_ttl_seconds"]),
         max_latency_ms=None if limit is None else float(limit),
         max_latency_relaxed_ms=None if limit is None else float(limit if relaxed is None else relaxed),
+        shape=shape_of(int(merged["teams"]), int(merged["team_size"]), body),
         tie_model=str(merged["tie_model"]),
         team_performance=str(merged["team_performance"]),
         size_penalty_c0=float(merged["size_penalty_c0"]),

@@ -78,6 +78,10 @@ class Run:
     ticket_skill: FloatArray
     ticket_played: FloatArray
     ticket_region: IntArray
+    # Under roles, for a solo player's ticket: the role they list first, and the role the match
+    # seated them in (indices of `roles`; -1: a party, no roles, or not matched).
+    ticket_role: IntArray
+    ticket_seated: IntArray
     # Matches: when formed, the matchmaker's quality, and for two teams the gap of the teams'
     # Σ mu and the spread Σ (sigma² + beta²) of both before the match (what a prediction
     # needs), the outcome (truth.py's codes; -1 for more teams), the region (index; -1 none).
@@ -87,6 +91,7 @@ class Run:
     match_spread: FloatArray
     match_outcome: IntArray
     match_region: IntArray
+    match_players: IntArray  # players in the match (below full size when the mode lets it shrink)
     # Players: true skill at the end, games played, score (wins + draws/2), final ratings.
     skill: FloatArray
     games: IntArray
@@ -98,6 +103,7 @@ class Run:
     turned_away: int = 0  # arrivals with nobody offline to arrive
     errors: tuple[str, ...] = ()  # live: every failed call, one line each
     lost_results: int = 0  # live: matches formed whose result the service does not hold
+    roles: tuple[str, ...] = ()  # the mode's roles, under a composition
 
     @property
     def matches(self) -> int:
@@ -109,12 +115,9 @@ class Recorder:
     """A run as it happens: rows appended, columns built once at the end."""
 
     players: int
-    ticket_columns: list[
-        tuple[FloatArray, FloatArray, IntArray, IntArray, FloatArray, FloatArray, IntArray]
-    ] = field(default_factory=list)
-    match_columns: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray, IntArray, IntArray]] = field(
-        default_factory=list
-    )
+    # The columns of tickets(), and of matches(), as appended.
+    ticket_columns: list[tuple[npt.NDArray[np.generic], ...]] = field(default_factory=list)
+    match_columns: list[tuple[npt.NDArray[np.generic], ...]] = field(default_factory=list)
     turned_away: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -127,6 +130,8 @@ class Recorder:
         skill: float,
         played: float,
         region: int,
+        role: int = -1,
+        seated: int = -1,
     ) -> None:
         self.tickets(
             np.array([enqueued]),
@@ -136,6 +141,8 @@ class Recorder:
             np.array([skill]),
             np.array([played]),
             np.array([region], dtype=np.int64),
+            np.array([role], dtype=np.int64),
+            np.array([seated], dtype=np.int64),
         )
 
     def tickets(
@@ -147,9 +154,11 @@ class Recorder:
         skill: FloatArray,
         played: FloatArray,
         region: IntArray,
+        role: IntArray,
+        seated: IntArray,
     ) -> None:
         """Tickets that left the queue (matched, expired or left at the end)."""
-        self.ticket_columns.append((enqueued, waited, outcome, players, skill, played, region))
+        self.ticket_columns.append((enqueued, waited, outcome, players, skill, played, region, role, seated))
 
     def matches(
         self,
@@ -159,8 +168,9 @@ class Recorder:
         spread: FloatArray,
         outcome: IntArray,
         region: IntArray,
+        players: IntArray,
     ) -> None:
-        self.match_columns.append((formed, quality, gap, spread, outcome, region))
+        self.match_columns.append((formed, quality, gap, spread, outcome, region, players))
 
     def finish(
         self,
@@ -171,14 +181,15 @@ class Recorder:
         wall_seconds: float,
         players: PlayerColumns,
         lost_results: int = 0,
+        roles: tuple[str, ...] = (),
     ) -> Run:
         tickets = [
             np.concatenate([part[i] for part in self.ticket_columns]) if self.ticket_columns else np.empty(0)
-            for i in range(7)
+            for i in range(9)
         ]
         columns = [
             np.concatenate([part[i] for part in self.match_columns]) if self.match_columns else np.empty(0)
-            for i in range(6)
+            for i in range(7)
         ]
         return Run(
             clock=clock,
@@ -193,12 +204,15 @@ class Recorder:
             ticket_skill=tickets[4].astype(np.float64),
             ticket_played=tickets[5].astype(np.float64),
             ticket_region=tickets[6].astype(np.int64),
+            ticket_role=tickets[7].astype(np.int64),
+            ticket_seated=tickets[8].astype(np.int64),
             match_formed=columns[0].astype(np.float64),
             match_quality=columns[1].astype(np.float64),
             match_gap=columns[2].astype(np.float64),
             match_spread=columns[3].astype(np.float64),
             match_outcome=columns[4].astype(np.int64),
             match_region=columns[5].astype(np.int64),
+            match_players=columns[6].astype(np.int64),
             skill=players.skill.copy(),
             games=players.games.copy(),
             score=players.score.copy(),
@@ -209,6 +223,7 @@ class Recorder:
             turned_away=self.turned_away,
             errors=tuple(self.errors),
             lost_results=lost_results,
+            roles=roles,
         )
 
 

@@ -129,7 +129,81 @@ def _waits(result: Result, charts: dict[str, str]) -> list[str]:
     charts["wait_by_region.svg"] = _percentile_bars(
         "Time to match by home region", "home region", by_region, lambda s: s
     )
-    return [*lines, "![time to match by region](wait_by_region.svg)", ""]
+    lines += ["![time to match by region](wait_by_region.svg)", ""]
+    lines += _by_ticket(result, charts)
+    return [*lines, *_sizes(result)]
+
+
+def _by_ticket(result: Result, charts: dict[str, str]) -> list[str]:
+    """Solo players by the role they list first, and parties by size."""
+    rows = measures.waits_by_ticket(result.run)
+    if not rows:
+        return []
+    roles = bool(result.run.roles)
+    lines = ["### By role and party" if roles else "### By party size", ""]
+    if roles:
+        lines += [
+            "Solo players by the role they list first: a role fewer players accept fills its slots"
+            " sooner, so its players wait less and the others wait for them. The last column is the"
+            " share of those matched who were seated in that first choice; a party is counted by its"
+            " size.",
+            "",
+        ]
+    lines += table(
+        ["tickets", "tickets matched", "expired", "p50 s", "p90 s", "p99 s", "seated in first choice"],
+        [
+            [
+                r.waits.label,
+                r.waits.tickets,
+                r.waits.expired,
+                seconds(r.waits.p50),
+                seconds(r.waits.p90),
+                seconds(r.waits.p99),
+                share(r.first_choice),
+            ]
+            for r in rows
+        ],
+    )
+    charts["wait_by_ticket.svg"] = _percentile_bars(
+        "Time to match by role and party" if roles else "Time to match by party size",
+        "tickets",
+        [r.waits for r in rows],
+        lambda s: s.removesuffix(" first"),
+    )
+    return [*lines, "![time to match by role and party](wait_by_ticket.svg)", ""]
+
+
+def _sizes(result: Result) -> list[str]:
+    """Matches by size, when the mode lets them shrink."""
+    shape = result.scenario.mode.shape
+    if not shape.flexible:
+        return []
+    rows = measures.match_sizes(result.run)
+    total = max(result.run.matches, 1)
+    played = max(int(result.run.match_players.sum()), 1)
+    lines = [
+        "## Match size",
+        "",
+        f"The mode's matches hold {shape.players} players at full size and may shrink to"
+        f" {shape.minimum} as their longest wait grows (over relax_seconds,"
+        f" {result.scenario.mode.relax_seconds:g} s): how many formed at each size, and their mean"
+        " quality.",
+        "",
+    ]
+    lines += table(
+        ["players", "matches", "share of matches", "share of games played", "mean quality"],
+        [
+            [
+                r.players,
+                r.matches,
+                share(r.matches / total),
+                share(r.matches * r.players / played),
+                f"{r.quality:.3g}",
+            ]
+            for r in rows
+        ],
+    )
+    return lines
 
 
 def _quality(result: Result, charts: dict[str, str]) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from app.matchmaking.latency import LatencyRule
 from app.matchmaking.quality import Relaxation
+from app.matchmaking.shape import MatchShape
 from app.rating import TrueSkill
 from app.rating.performance import PAPER_C0, PAPER_C1, PAPER_ROSTER_CAP
 
@@ -29,14 +30,30 @@ class Skills:
 
 
 @dataclass(frozen=True, slots=True)
+class RolePreference:
+    """A share of the players who accept these roles of the mode, in their order of preference."""
+
+    accepts: tuple[str, ...]
+    share: float
+
+
+@dataclass(frozen=True, slots=True)
 class PopulationSpec:
     """`size` players with `skills`, or (from_mode) the rated players of a mode of a running
     service, up to `size` of them: each keeps the mode's (mu, sigma) as the rating the loop
-    starts from, and a true skill drawn from that belief, N(mu, sigma²)."""
+    starts from, and a true skill drawn from that belief, N(mu, sigma²).
+
+    Under a mode with roles, each player accepts the roles of one of `roles`, drawn by its
+    share and kept for the whole run. After each match, each player adds one of the match's
+    other players to their avoid list with `avoid_probability`; a list keeps the `avoid_list`
+    most recent (the oldest dropped), and a ticket avoids its players' lists."""
 
     size: int
     skills: Skills = field(default_factory=Skills)
     from_mode: str | None = None
+    roles: tuple[RolePreference, ...] = ()
+    avoid_probability: float = 0.0
+    avoid_list: int = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +128,9 @@ class ModeSettings:
     ticket_ttl_seconds: float
     max_latency_ms: float | None
     max_latency_relaxed_ms: float | None
+    # The match shape the service builds for the mode (app.modes.service.shape_of): teams ×
+    # team_size at full size, the minimums it may shrink to, and the composition of its roles.
+    shape: MatchShape
     tie_model: str = "chain"
     team_performance: str = "sum"
     size_penalty_c0: float = PAPER_C0
@@ -119,6 +139,7 @@ class ModeSettings:
 
     @property
     def players_per_match(self) -> int:
+        """At full size."""
         return self.teams * self.team_size
 
     def environment(self) -> TrueSkill:

@@ -25,6 +25,8 @@ FAIR_LOW, FAIR_HIGH = 0.35, 0.65
 FAIR_GAMES = 10
 FAIR_SHARE = 0.80
 CONVERGED = 0.8
+# Checkpoints up to this many games are "the first few results" when Elo keeps pace.
+EARLY_GAMES = 5
 FAIRNESS_GAMES = (1, 2, 3, 5, 10, 15, 20, 30, 50, 75, 100, 150, 200)
 
 
@@ -219,9 +221,16 @@ def targets(run: Run, baseline: Run | None) -> list[Target]:
         if widest < min(noise):
             why += (
                 f"; Elo's lead is at most {widest:.3f}, within the sampling error of a rank correlation"
-                f" over these players (about {min(noise):.3f}): after the same few results both systems"
-                " move every new player of a team alike, so they order the players almost alike"
+                f" over these players (about {min(noise):.3f})"
             )
+            if max(p.games for p in behind) <= EARLY_GAMES:
+                why += (
+                    ": after the same few results both systems move every new player of a team alike,"
+                    " so they order the players almost alike"
+                )
+            else:
+                fewest = min(behind, key=lambda p: p.players)
+                why += f": only {fewest.players} players had played {fewest.games} games"
     found.append(
         Target(
             "TrueSkill's rank correlation above Elo's at every checkpoint",
@@ -241,8 +250,31 @@ def targets(run: Run, baseline: Run | None) -> list[Target]:
                 if mine is None
                 else "random pairing reached 0.8 as fast or faster: " + text
             )
+            if mine is not None:
+                why += _crossing(run.checkpoints, baseline.checkpoints, mine)
         found.append(Target("rank correlation 0.8 in fewer games than random pairing", passed, text, why))
     return found
+
+
+def _crossing(mine: Sequence[Checkpoint], theirs: Sequence[Checkpoint], games: float) -> str:
+    """Where the quality-matched loop crossed 0.8: how many players had played that many games,
+    the sampling error there against the gap between the loops, and at how many of the earlier
+    checkpoints the quality-matched loop led."""
+    random = {p.games: p for p in theirs}
+    after = next(p for p in mine if p.games >= games)
+    text = f"; the loop crosses 0.8 by {after.games} games, which {after.players} players reached"
+    other = random.get(after.games)
+    if other is not None:
+        error = sampling_error(after.displayed, after.players)
+        gap = other.displayed - after.displayed
+        text += f" (random pairing there: {other.displayed:.3f} against {after.displayed:.3f}"
+        where = "within" if abs(gap) < error else "beyond"
+        text += f", a gap {where} the sampling error of about {error:.3f})"
+    earlier = [(p, random[p.games]) for p in mine if p.games < after.games and p.games in random]
+    if earlier:
+        ahead = sum(p.displayed > q.displayed for p, q in earlier)
+        text += f"; before it the quality-matched loop is ahead at {ahead} of {len(earlier)} checkpoints"
+    return text
 
 
 def _games(value: float | None) -> str:

@@ -5,8 +5,10 @@ is queued), are matched, play, get rated and queue again after a pause, until th
 ends. Every `matchmaker.interval_seconds` of simulated time the lobby's loop calls the
 service's own matchmaking on the waiting tickets, as `POST /v1/queues/{mode}/matchmake` does:
 the pool as NumPy columns (app.matchmaking.pool.Pool) with each ticket's wait on the
-simulated clock, and `form_matches` with the mode's shape, relaxation and latency rule
-(`quality_matches`, the one call). Tickets past the mode's ticket lifetime expire and their
+simulated clock, its tickets' roles and avoid lists, and `form_matches` with the mode's shape
+(its minimums and roles), relaxation and latency rule (`quality_matches`, the one call). A call's
+matches may differ in size when the mode lets them shrink: each size is played and rated as a
+batch of its own. Tickets past the mode's ticket lifetime expire and their
 players give up. A match's result is rated by the service's batch path (app.rating.levels,
 equal to one match at a time within 1e-12) and becomes visible when the match ends.
 
@@ -29,11 +31,12 @@ import numpy as np
 import numpy.typing as npt
 
 from app.matchmaking.pool import Match, Pool
-from app.matchmaking.proposals import MatchShape, form_matches
+from app.matchmaking.proposals import form_matches
 from app.rating.levels import Matches, rate_levels
 from app.simulation.baselines import elo_deltas, random_matches
 from app.simulation.population import Behaviour, Offline, Population, Streams
 from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
+from app.simulation.roster import AvoidLists, Roles
 from app.simulation.scenario import ModeSettings, Scenario
 from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
 from app.simulation.waiting import Waiting
@@ -50,7 +53,7 @@ def quality_matches(pool: Pool, mode: ModeSettings, max_matches: int) -> list[Ma
     """The service's matchmaking for this mode (app.queues.service.matchmake's call)."""
     return form_matches(
         pool,
-        MatchShape(mode.teams, mode.team_size),
+        mode.shape,
         mode.beta,
         mode.relaxation(),
         max_matches,
@@ -104,7 +107,10 @@ class VirtualClock:
         )
         self.recorder = Recorder(len(population))
         self.offline = Offline(population.home, len(population.regions))
-        self.waiting = Waiting(len(population.regions))
+        spec = scenario.population
+        self.roles = Roles(scenario, population) if population.preference is not None else None
+        self.avoid = AvoidLists(len(population), spec.avoid_probability, spec.avoid_list, streams.avoidance)
+        self.waiting = Waiting(len(population.regions), len(population) if self.avoid else 0)
         self.sessions: dict[int, Session] = {}
         self.playing: dict[int, Playing] = {}
         self.events: list[tuple[float, int, int, int]] = []
@@ -116,7 +122,7 @@ class VirtualClock:
         started = time.perf_counter()
         duration = self.scenario.duration_seconds
         interval = self.scenario.matchmaker.interval_seconds
-        needed = self.mode.players_per_match
+        needed = self.mode.shape.minimum
         self._initial_sessions()
         self._push(self.behaviour.next_arrival(0.0), ARRIVE, 0)
         tick, now, shown = 0, 0.0, 0.0
@@ -151,7 +157,13 @@ class VirtualClock:
         ]
         self.recorder.errors.extend(errors)
         return self.recorder.finish(
-            "virtual", self.pairing, self.mode.teams, duration, time.perf_counter() - started, self.columns
+            "virtual",
+            self.pairing,
+            self.mode.teams,
+            duration,
+            time.perf_counter() - started,
+            self.columns,
+            roles=self.roles.composition.roles if self.roles is not None else (),
         )
 
     # --- events ---
@@ -184,7 +196,7 @@ class VirtualClock:
     def _arrive(self, at: float) -> int:
         """A party starts a session and queues; the number of players who came."""
         size = self.behaviour.party_size()
-        players = self.offline.take(self.behaviour.rng, size)
+        players = self.offline.take(self.behaviour.rng, size, self.roles.fits if self.roles else None)
         if not players:
             self.recorder.turned_away += size
             return 0
@@ -201,6 +213,8 @@ class VirtualClock:
         """A ticket for the session's party, with the ratings its players have now."""
         session = self.sessions[session_id]
         players = session.players
+        members = players.tolist()
+        roles = self.roles
         self.waiting.add(
             session_id,
             at,
@@ -210,6 +224,10 @@ class VirtualClock:
             float(self.columns.skill[players].mean()),
             float(self.columns.games[players].mean()),
             session.home,
+            members,
+            roles.ticket(members) if roles is not None else None,
+            self.avoid.of(members) if self.avoid else (),
+            int(roles.first[members[0]]) if roles is not None and len(members) == 1 else -1,
         )
         self.settled = False
 
@@ -217,7 +235,9 @@ class VirtualClock:
         session = self.sessions.pop(session_id)
         self.offline.put_back(session.players.tolist())
 
-    def _tickets_left(self, rows: IntArray, waited: FloatArray, outcome: int) -> None:
+    def _tickets_left(
+        self, rows: IntArray, waited: FloatArray, outcome: int, seated: IntArray | None = None
+    ) -> None:
         waiting = self.waiting
         self.recorder.tickets(
             waiting.enqueued[rows],
@@ -227,6 +247,8 @@ class VirtualClock:
             waiting.skill[rows],
             waiting.played[rows],
             waiting.home[rows],
+            waiting.first_role[rows],
+            seated if seated is not None else np.full(len(rows), -1, dtype=np.int64),
         )
 
     def _expire(self, now: float) -> None:
@@ -251,8 +273,16 @@ class VirtualClock:
         if self.pairing == "quality":
             matches = quality_matches(pool, self.mode, max_matches)
         else:
+            # Random pairing ignores roles and avoid lists; it shrinks matches as the mode does.
+            shape = self.mode.shape
             matches = random_matches(
-                pool, self.mode.teams, self.mode.team_size, self.mode.beta, self.shuffles, max_matches
+                pool,
+                self.mode.teams,
+                self.mode.team_size,
+                self.mode.beta,
+                self.shuffles,
+                max_matches,
+                (shape, self.mode.relax_seconds) if shape.flexible else None,
             )
         if not matches:
             # The thresholds stop moving once every wait is past relax_seconds: the same pool
@@ -262,8 +292,21 @@ class VirtualClock:
         self._start(matches, now)
 
     def _start(self, matches: list[Match], now: float) -> None:
+        """The call's matches begin: played out (their outcomes drawn now, their results seen
+        when they end), size by size."""
+        sizes: dict[tuple[int, int], list[Match]] = {}
+        for match in matches:
+            shape = (len(match.teams), int(self.waiting.size[list(match.teams[0])].sum()))
+            sizes.setdefault(shape, []).append(match)
+        for (teams, size), batch in sizes.items():
+            self._play(batch, teams, size, now)
+        taken = np.array([row for match in matches for row in match.rows], dtype=np.int64)
+        self.waiting.remove(taken)
+        self.settled = False
+
+    def _play(self, matches: list[Match], teams: int, size: int, now: float) -> None:
+        """Matches of one size (teams × size players): outcomes, new ratings, the record."""
         mode, truth = self.mode, self.scenario.truth
-        teams, size = mode.teams, mode.team_size
         sessions = self.waiting.session
         players = np.empty((len(matches), teams, size), dtype=np.int64)
         rows: list[int] = []
@@ -305,9 +348,10 @@ class VirtualClock:
             (sigma_before**2 + beta2).sum(axis=(1, 2)),
             outcome,
             np.array([region_index.get(match.region or "", -1) for match in matches], dtype=np.int64),
+            np.full(len(matches), teams * size, dtype=np.int64),
         )
         taken = np.array(rows, dtype=np.int64)
-        self._tickets_left(taken, now - self.waiting.enqueued[taken], MATCHED)
+        self._tickets_left(taken, now - self.waiting.enqueued[taken], MATCHED, self._seated(matches))
         for number, match in enumerate(matches):
             self.serial += 1
             self.playing[self.serial] = Playing(
@@ -319,8 +363,19 @@ class VirtualClock:
                 [int(sessions[row]) for row in match.rows],
             )
             self._push(now + self.behaviour.match_length(), END, self.serial)
-        self.waiting.remove(taken)
-        self.settled = False
+
+    def _seated(self, matches: list[Match]) -> IntArray | None:
+        """Per row of the matches (in order), the role its solo player was seated in; -1 for a
+        party's. None without roles."""
+        if self.roles is None:
+            return None
+        roles = self.roles
+        seated = [
+            roles.index(names[0]) if len(names) == 1 else -1
+            for match in matches
+            for names in (match.roles or ((),) * len(match.rows))
+        ]
+        return np.array(seated, dtype=np.int64)
 
     def _rate(self, mu: FloatArray, sigma: FloatArray, placed: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Every match's players' ratings after it, by the service's batch rating: the matches
@@ -357,6 +412,7 @@ class VirtualClock:
         if drift > 0:
             columns.skill[play.players] += self.outcomes.normal(0.0, drift, len(play.players))
         columns.finished(play.players, play.score)
+        self.avoid.after_match(play.players)
         for session_id in play.sessions:
             session = self.sessions[session_id]
             session.remaining -= 1

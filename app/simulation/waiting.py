@@ -2,8 +2,9 @@
 call's Pool is built (pure).
 
 A ticket keeps what the service's pool record keeps (its players' Σ mu and Σ sigma² when it was
-queued, its size, its latencies) and, for the report, its players' mean true skill, games
-played and home region. Rows stay in queueing order.
+queued, its size, its latencies, its players' roles and avoid list) and, for the report, its
+players' mean true skill, games played, home region and a solo player's first-choice role.
+Rows stay in queueing order.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.matchmaking.latency import Latencies
-from app.matchmaking.pool import Pool
+from app.matchmaking.pool import Pool, TicketRoles
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -21,9 +22,16 @@ IntArray = npt.NDArray[np.int64]
 class Waiting:
     """The queued tickets as columns (the rows a Pool is built from), in queueing order."""
 
-    def __init__(self, regions: int) -> None:
+    def __init__(self, regions: int, players: int = 0) -> None:
+        """`players`: the population's size, when tickets carry avoid lists (player indices)."""
         self.count = 0
         self.ids: list[str] = []
+        self.members: list[list[int]] = []
+        self.roles: list[TicketRoles | None] = []
+        self.avoid: list[tuple[int, ...]] = []
+        self.avoiding = 0  # rows with an avoid list
+        # Per player, the row of the ticket they wait on (set only while a pool is built).
+        self.row_of = np.full(players, -1, dtype=np.int64)
         self.session = np.empty(64, dtype=np.int64)
         self.enqueued = np.empty(64)
         self.size = np.empty(64, dtype=np.int64)
@@ -32,6 +40,7 @@ class Waiting:
         self.skill = np.empty(64)
         self.played = np.empty(64)
         self.home = np.empty(64, dtype=np.int64)
+        self.first_role = np.empty(64, dtype=np.int64)
         self.latency = np.empty((64, regions)) if regions else None
         self.players = 0
         self.serial = 0
@@ -46,9 +55,15 @@ class Waiting:
         skill: float,
         played: float,
         home: int,
+        members: list[int],
+        roles: TicketRoles | None = None,
+        avoid: tuple[int, ...] = (),
+        first_role: int = -1,
     ) -> None:
         """A ticket: its session, when queued, its players, their Σ mu and Σ sigma², latencies,
-        and (for the report) their mean true skill, mean games played and home region."""
+        (for the report) their mean true skill, mean games played and home region, its players
+        (population indices), their roles, their avoid list, and (for the report) a solo
+        player's first-choice role (an index of the composition's roles; -1: none)."""
         if self.count == len(self.session):
             grow = len(self.session)
             self.session = np.concatenate([self.session, np.empty(grow, dtype=np.int64)])
@@ -59,12 +74,18 @@ class Waiting:
             self.skill = np.concatenate([self.skill, np.empty(grow)])
             self.played = np.concatenate([self.played, np.empty(grow)])
             self.home = np.concatenate([self.home, np.empty(grow, dtype=np.int64)])
+            self.first_role = np.concatenate([self.first_role, np.empty(grow, dtype=np.int64)])
             if self.latency is not None:
                 self.latency = np.concatenate([self.latency, np.empty((grow, self.latency.shape[1]))])
         row = self.count
         self.session[row], self.enqueued[row], self.size[row] = session, at, size
         self.mu[row], self.var[row] = sums
         self.skill[row], self.played[row], self.home[row] = skill, played, home
+        self.first_role[row] = first_role
+        self.members.append(members)
+        self.roles.append(roles)
+        self.avoid.append(avoid)
+        self.avoiding += bool(avoid)
         if self.latency is not None and latency is not None:
             self.latency[row] = latency
         self.ids.append(str(self.serial))
@@ -86,9 +107,15 @@ class Waiting:
         self.skill[:n] = self.skill[kept]
         self.played[:n] = self.played[kept]
         self.home[:n] = self.home[kept]
+        self.first_role[:n] = self.first_role[kept]
         if self.latency is not None:
             self.latency[:n] = self.latency[kept]
-        self.ids = [self.ids[i] for i in kept.tolist()]
+        rows_kept = kept.tolist()
+        self.ids = [self.ids[i] for i in rows_kept]
+        self.members = [self.members[i] for i in rows_kept]
+        self.roles = [self.roles[i] for i in rows_kept]
+        self.avoiding -= sum(bool(self.avoid[i]) for i in rows.tolist())
+        self.avoid = [self.avoid[i] for i in rows_kept]
         self.count = n
 
     def pool(self, now: float, regions: tuple[str, ...]) -> Pool:
@@ -104,4 +131,21 @@ class Waiting:
             now - self.enqueued[:n],
             np.zeros(n, dtype=np.int64),
             latencies,
+            list(self.roles) if any(roles is not None for roles in self.roles) else None,
+            self.clashes() if self.avoiding else None,
         )
+
+    def clashes(self) -> IntArray:
+        """Pairs (a, b), a < b, of rows whose tickets may not meet: either avoids a player of the
+        other (app.matchmaking.avoid.clashing_rows, read by player index)."""
+        n = self.count
+        players = np.fromiter((p for members in self.members for p in members), dtype=np.int64)
+        self.row_of[players] = np.repeat(np.arange(n), self.size[:n])
+        pairs = []
+        for row, avoided in enumerate(self.avoid):
+            if avoided:
+                others = self.row_of[np.array(avoided, dtype=np.int64)]
+                others = others[(others >= 0) & (others != row)]
+                pairs += [(min(row, o), max(row, o)) for o in others.tolist()]
+        self.row_of[players] = -1
+        return np.array(sorted(set(pairs)), dtype=np.int64).reshape(-1, 2)

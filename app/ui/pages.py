@@ -21,6 +21,7 @@ from app.players import service as players
 from app.queues import service as queues
 from app.queues.schemas import QueueStats
 from app.seasons import service as seasons
+from app.ui.bars import tier_bars
 from app.ui.plot import Point, plot
 
 LEADERBOARD_PAGE = 50
@@ -75,6 +76,10 @@ async def leaderboard_page(
         "on_leaderboard": ended.ranked if ended is not None else await leaderboards.size(session, mode),
         "queue": await _queue(session, redis, mode),
         "is_first": cursor is None,
+        # The live tier distribution (the counts every write keeps exact), on the live board.
+        "tiers": None
+        if ended is not None
+        else tier_bars([(t.name, t.players) for t in (await leaderboards.tier_counts(session, mode)).tiers]),
     }
 
 

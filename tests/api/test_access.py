@@ -22,6 +22,7 @@ NEEDS = {
     "revoke_key": "admin",
     "list_modes": "read",
     "get_mode": "read",
+    "get_tier_counts": "read",
     "put_mode": "admin",
     "post_match": "results:write",
     "post_matches_batch": "results:write",

@@ -40,6 +40,7 @@ def match(mode: str, match_id: str) -> dict[str, Any]:
 MODE_BOUND: dict[str, Callable[[str], Request]] = {
     "put_mode": lambda m: ("PUT", f"/v1/modes/{m}", {}),
     "get_mode": lambda m: ("GET", f"/v1/modes/{m}", None),
+    "get_tier_counts": lambda m: ("GET", f"/v1/modes/{m}/tiers", None),
     "submit_job": lambda m: ("POST", f"/v1/modes/{m}/jobs", {"kind": "replay"}),
     "start_season": lambda m: ("POST", f"/v1/modes/{m}/seasons", {"name": f"s-{secrets.token_hex(3)}"}),
     "post_match": lambda m: ("POST", "/v1/matches", match(m, f"{m}-{secrets.token_hex(4)}")),

@@ -60,7 +60,8 @@ async def scenario(api: Client | AsyncClient) -> None:
     assert (await ready(api.readyz())).status == "ready"
     assert "http_request_duration_seconds" in await ready(api.metrics())
 
-    created = await ready(api.put_mode(mode, min_matches_for_leaderboard=1, beta=4.0))
+    tiers = [{"name": "low", "min": -1000.0}, {"name": "high", "min": 1000.0}]
+    created = await ready(api.put_mode(mode, min_matches_for_leaderboard=1, beta=4.0, tiers=tiers))
     assert (created.name, created.beta, created.replay_recommended) == (mode, 4.0, False)
     assert (await ready(api.get_mode(mode))).beta == 4.0
     assert mode in [m.name for m in await ready(api.list_modes())]
@@ -124,6 +125,9 @@ async def scenario(api: Client | AsyncClient) -> None:
     assert len(board.entries) == 1 and board.next_cursor is not None
     standing = await ready(api.get_leaderboard_standing(mode, p2, around=1))
     assert (standing.total, standing.rank) == (2, 2)
+    counts = await ready(api.get_tier_counts(mode))
+    assert [(t.name, t.players) for t in counts.tiers] == [("low", 2), ("high", 0)]
+    assert len((await ready(api.get_leaderboard(mode, tier="low"))).entries) == 2
 
     accepted = await ready(api.submit_job(mode, "replay"))
     assert (await ready(api.get_job(accepted.job_id))).mode == mode

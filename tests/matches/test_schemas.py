@@ -27,6 +27,16 @@ def tree(index: int, played_at: dt.datetime) -> dict[str, Any]:
                 "team": team,
                 "before": {"mu": values[1], "sigma": values[2], "conservative": values[3]},
                 "after": {"mu": values[4], "sigma": values[5], "conservative": values[6]},
+                "provisional": index % 2 == 0,
+                "placement": {"played": index, "of": 10} if index % 3 else None,
+                "tier": {
+                    "before": None if team else "silver",
+                    "after": "gold",
+                    "promoted": not team,
+                    "demoted": False,
+                }
+                if index % 2
+                else None,
             }
             for team in range(2)
         ],

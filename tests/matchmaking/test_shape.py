@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -61,6 +62,31 @@ def test_a_match_forms_at_full_size_when_it_can_and_shrinks_only_with_the_wait()
     (short,) = propose(solo(rng, 8, 60.0), team_shape, ENV, relax, 10)
     assert [len(team) for team in short.teams] == [4, 4]
     assert propose(solo(rng, 8, 0.0), team_shape, ENV, relax, 10) == []
+
+
+def test_squads_shrink_by_their_players_not_their_tickets() -> None:
+    """Found by the simulator's battle royale (docs/scenarios/br.toml): 65 players on 25
+    tickets (squads of four and two, and solos) make a lobby of 15 squads or more once the
+    wait accepts one, though they are fewer tickets than the 60 players it needs."""
+    rng = random.Random(0)
+    sizes = [4] * 10 + [2] * 10 + [1] * 5
+    tickets = [
+        Ticket(
+            f"s{i}",
+            tuple(f"s{i}-{k}" for k in range(size)),
+            tuple(Rating(rng.uniform(20, 30), 3.0) for _ in range(size)),
+            "{}",
+            200.0,
+        )
+        for i, size in enumerate(sizes)
+    ]
+    shape = MatchShape(25, 4, teams_min=15)
+    (lobby,) = propose(tickets, shape, ENV, Relaxation(0.0, 0.0, 120.0), 10)
+    assert 15 <= len(lobby.teams) <= 16
+    assert all(len(team) == 4 for team in lobby.teams)
+    assert (
+        propose([replace(t, waited=0.0) for t in tickets], shape, ENV, Relaxation(0.0, 0.0, 120.0), 10) == []
+    )
 
 
 def test_a_hundred_teams_score_in_logs_where_the_quality_underflows() -> None:

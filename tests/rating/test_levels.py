@@ -36,3 +36,20 @@ def test_a_refused_match_changes_nothing_and_the_next_sees_the_ratings_before_it
     assert np.allclose(rated.after_mu[4:6], [third[0][0].mu, third[1][0].mu], rtol=1e-12, atol=1e-12)
     assert (rated.wins + rated.losses + rated.draws).tolist() == [1, 1, 0, 0, 1, 1]
     assert np.allclose(mu, [first[0][0].mu, third[0][0].mu, third[1][0].mu], rtol=1e-12, atol=1e-12)
+
+
+def test_a_refused_match_leaves_its_players_time_away_as_it_was() -> None:
+    from app.rating.drift import DAY_US, NEVER
+    from app.rating.levels import Drift
+
+    env = TrueSkill(draw_probability=0.0)
+    for count in (2, 6):  # one at a time, and level by level
+        pairs = [(0, 1, 1, 2), (0, 1, 1, 1)] + [(2 + k, 3 + k, 1, 2) for k in range(0, 2 * (count - 2), 2)]
+        mu, sigma = np.full(2 * count, env.mu), np.full(2 * count, env.sigma)
+        played = np.array([0, 10 * DAY_US] + [0] * (count - 2), dtype=np.int64)
+        drift = Drift(0.5, played, np.full(2 * count, NEVER, dtype=np.int64))
+        rated = rate_levels(env, duels(pairs), mu, sigma, drift=drift)
+        assert list(rated.refused) == [1]
+        # The tie at day 10 was refused: players 0 and 1 last played at day 0, as it left them.
+        assert drift.last_us[:2].tolist() == [0, 0]
+        assert sigma[:2].tolist() == rated.after_sigma[:2].tolist()

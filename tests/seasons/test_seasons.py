@@ -464,37 +464,82 @@ async def test_posts_during_a_switch_wait_and_land_in_exactly_one_season(
     assert first_new and set(first_new.values()) == {(MU0, SIGMA0)}
 
 
-async def test_an_erased_player_keeps_their_archived_rank_under_the_pseudonym(
-    app: FastAPI, api: AsyncClient, client: httpx.AsyncClient, admin_headers: Headers, mode: str
+async def test_an_erased_player_leaves_every_archive_and_the_ranks_below_close_up(
+    app: FastAPI,
+    api: AsyncClient,
+    client: httpx.AsyncClient,
+    admin_headers: Headers,
+    mode: str,
+    database_url: str,
 ) -> None:
-    """Erasure renames the archive's row (rank, rating and counts kept), including a row still
-    waiting for its switch's archive, and the archive's other rows stay as they were."""
+    """Erasure takes the player out of every archived standing (issue 39: a pseudonym has no
+    leaderboard place), including a row still waiting for its switch's archive; the ranks below
+    close up, the seasons' counts drop, and the other rows stay as they were."""
     await api.put_mode(mode, min_matches_for_leaderboard=1)
     players = [f"{mode}-{x}" for x in "abcdef"]
     await play(api, mode, random.Random(5), players, 15)
     board = await pages(client, admin_headers, mode, None)
-    gone, pending = board[1]["player_id"], board[3]["player_id"]
-    await switch(client, admin_headers, mode, name="s1", reset="hard")
+    gone, pending = board[0]["player_id"], board[3]["player_id"]
+    await switch(client, admin_headers, mode, name="s1", reset="soft")
     await play(api, mode, random.Random(6), players, 6)
     # The second switch's job has not run yet: `pending` is erased before its row is archived.
     sessions = app.state.resources.sessions
     await seasons.switch(sessions, mode, SeasonIn(name="s2", reset="soft"))
-    s1_live = {e["player_id"]: e for e in await pages(client, admin_headers, mode, None)}
+    s1_live = await pages(client, admin_headers, mode, None)
     for player in (gone, pending):
         response = await client.delete(f"/v1/players/{player}", headers=admin_headers)
         assert response.status_code == 204, response.text
     await seasons.complete(sessions, mode)
 
-    archived = await pages(client, admin_headers, mode, "preseason")
-    assert [e["rank"] for e in archived] == [e["rank"] for e in board]
-    for old, new in zip(board, archived, strict=True):
-        if old["player_id"] in (gone, pending):
-            assert new["player_id"].startswith("erased:")
-            assert {**new, "player_id": old["player_id"]} == old
-        else:
-            assert new == old
-    s1 = {e["player_id"]: e for e in await pages(client, admin_headers, mode, "s1")}
-    renamed = [p for p in s1 if p.startswith("erased:")]
-    assert set(s1) - set(renamed) == set(s1_live) - {gone, pending}
-    assert len(renamed) == len({gone, pending} & set(s1_live))
-    assert all(p not in str(archived) + str(s1) for p in (gone, pending))
+    def closed_up(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        kept = [e for e in entries if e["player_id"] not in (gone, pending)]
+        return [{**e, "rank": rank} for rank, e in enumerate(kept, start=1)]
+
+    assert await pages(client, admin_headers, mode, "preseason") == closed_up(board)
+    assert await pages(client, admin_headers, mode, "s1") == closed_up(s1_live)
+    shown = (await client.get(f"/v1/modes/{mode}", headers=admin_headers)).json()
+    counts = {s["name"]: (s["players"], s["ranked"]) for s in shown["past_seasons"]}
+    assert counts["preseason"] == (len(players) - 2, len(board) - 2)
+    assert counts["s1"][1] == len(closed_up(s1_live))
+    for season in ("preseason", "s1"):
+        response = await client.get(
+            f"/v1/leaderboards/{mode}/players/{gone}", params={"season": season}, headers=admin_headers
+        )
+        assert response.status_code == 404
+    with psycopg.connect(database_url) as conn:
+        left = conn.execute(
+            "SELECT count(*) FROM season_standings a JOIN seasons s ON s.id = a.season_id"
+            " WHERE s.mode = %s AND a.player_id LIKE 'erased:%%'",
+            (mode,),
+        ).fetchone()
+    assert left == (0,)
+
+
+@pytest.mark.parametrize("least", [0, 2])
+async def test_a_switch_keeps_the_final_tiers_and_retiers_from_the_reset(
+    api: AsyncClient, client: httpx.AsyncClient, admin_headers: Headers, mode: str, least: int
+) -> None:
+    """The archive keeps each player's final tier; the reset ratings are tiered afresh when they
+    are on the leaderboard (no placement matches), and the tier counts follow (issue 39)."""
+    from tests.matches.test_ranked import Reference, tiered_mode
+
+    reference: Reference = await tiered_mode(api, mode, placements=least)
+    players = [f"{mode}-t{i}" for i in range(8)]
+    await play(api, mode, random.Random(8), players, 40)
+    before = await ratings(api, mode, players)
+    board = await pages(client, admin_headers, mode, None)
+    assert any(e["tier"] for e in board)
+    await switch(client, admin_headers, mode, name="s1", reset="soft")
+    archived = {e["player_id"]: e for e in await pages(client, admin_headers, mode, "preseason")}
+    assert {p: e["tier"] for p, e in archived.items()} == {
+        e["player_id"]: before[e["player_id"]].tier for e in board
+    }
+    after = await ratings(api, mode, players)
+    for player in players:
+        expected = None
+        if least == 0:
+            rating = after[player].rating
+            expected = reference.names[reference.lies_in(reference.shown(rating.mu - 3 * rating.sigma))]
+        assert after[player].tier == expected, player
+    counts = {t.name: t.players for t in (await api.get_tier_counts(mode)).tiers}
+    assert counts == {n: sum(1 for p in players if after[p].tier == n) for n in reference.names}

@@ -54,12 +54,15 @@ def make_run(**columns: Any) -> Run:
         "ticket_skill": empty_f,
         "ticket_played": empty_f,
         "ticket_region": empty_i,
+        "ticket_role": empty_i,
+        "ticket_seated": empty_i,
         "match_formed": empty_f,
         "match_quality": empty_f,
         "match_gap": empty_f,
         "match_spread": empty_f,
         "match_outcome": empty_i,
         "match_region": empty_i,
+        "match_players": empty_i,
         "skill": empty_f,
         "games": empty_i,
         "score": empty_f,
@@ -69,4 +72,7 @@ def make_run(**columns: Any) -> Run:
         "checkpoints": (),
     }
     values.update(columns)
+    if "match_players" not in columns:
+        # Two players a match (TINY's 1v1) for every match the columns hold.
+        values["match_players"] = np.full(len(values["match_gap"]), 2, dtype=np.int64)
     return Run(**values)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from app.matchmaking.pool import Pool
+from app.matchmaking.shape import MatchShape
 from app.rating import Rating, TrueSkill
 from app.simulation.baselines import elo_deltas, elo_k, random_matches
 
@@ -87,3 +88,18 @@ def test_random_pairing_scores_each_match_by_seed_000_eq_7() -> None:
     ]
     assert match.quality == pytest.approx(env.quality(teams), rel=1e-9)
     assert match.longest_wait == max(float(waiting.waited[row]) for row in match.rows)
+
+
+def test_random_pairing_shrinks_a_match_as_far_as_the_longest_wait_accepts() -> None:
+    # Squads of four, 25 a lobby, down to 15: 72 players, too few for a full lobby.
+    waiting = pool([4, 2, 1, 1] * 6 + [4] * 6, seed=5)
+    shape = MatchShape(25, 4, teams_min=15)
+    assert int(waiting.size.sum()) == 72
+    # Waits (up to 30 s) that accept only full lobbies: none forms, as without shrinking.
+    assert random_matches(waiting, 25, 4, BETA, np.random.default_rng(6), 10, (shape, 1e9)) == []
+    assert random_matches(waiting, 25, 4, BETA, np.random.default_rng(6), 10) == []
+    # Waits past relax_seconds accept 60 players: one lobby of the squads the tickets fill.
+    (match,) = random_matches(waiting, 25, 4, BETA, np.random.default_rng(6), 10, (shape, 1.0))
+    assert 15 <= len(match.teams) <= 18
+    assert all(int(waiting.size[list(team)].sum()) == 4 for team in match.teams)
+    assert len(set(match.rows)) == len(match.rows)

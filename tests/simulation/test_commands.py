@@ -70,6 +70,18 @@ def test_compare_writes_one_report_of_both(tmp_path: Path) -> None:
         ),
         (("team_size = 1", "team_size = 1\nquality_floor = 2"), "mode.quality_floor: Input should be less"),
         (('duration = "10m"', 'duration = "ten"'), "duration: must be seconds or a string"),
+        (
+            ("[sessions]", "[sessions]\nleave_probability = 0.1"),
+            "sessions.leave_probability: leaving a match needs",
+        ),
+        (
+            ("team_size = 1", "team_size = 1\nroles = { duelist = 1 }"),
+            "population.roles: missing: mode.roles needs every player's role preferences (duelist)",
+        ),
+        (
+            ("team_size = 1", "team_size = 1\nteams_min = 3"),
+            "mode.teams_min: teams_min (3) is above teams (2)",
+        ),
     ],
 )
 def test_a_bad_scenario_is_one_line_naming_the_key_and_exit_2(

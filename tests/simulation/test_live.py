@@ -84,3 +84,73 @@ async def test_a_short_live_run_loses_nothing_and_mirrors_the_services_ratings(l
         (pytest.approx(mu), pytest.approx(sigma))
         for mu, sigma in zip(seeded.mu.tolist(), seeded.sigma.tolist(), strict=True)
     ]
+
+
+async def test_a_short_live_role_queue_seats_players_in_roles_they_accept_and_loses_nothing(
+    live_server: str,
+) -> None:
+    roles = scenario(
+        "live-roles",
+        duration="10s",
+        population={
+            "size": 40,
+            "roles": [
+                {"accepts": ["tank"], "share": 0.3},
+                {"accepts": ["damage"], "share": 0.4},
+                {"accepts": ["damage", "tank"], "share": 0.3},
+            ],
+            "avoid_probability": 0.5,
+            "avoid_list": 5,
+        },
+        arrivals={"players_per_second": 1.0, "initial_share": 0.6},
+        sessions={"matches": 5, "fixed": False, "pause_seconds": 0.2, "match_seconds": 1.0},
+        parties={"1": 0.8, "2": 0.2},
+        mode={"teams": 2, "team_size": 2, "roles": {"tank": 1, "damage": 1}, "relax_seconds": 2},
+        matchmaker={"interval_seconds": 0.1},
+    )
+    players = build(roles, Streams.of(roles.seed).population)
+    live = LiveRun(roles, players, live_server, ADMIN_KEY)
+    run = await live.run()
+    assert run.errors == ()
+    assert run.lost_results == 0
+    assert run.matches >= 5
+    assert run.roles == ("tank", "damage")
+    assert int(run.games.sum()) == 4 * run.matches
+    solo = (run.ticket_outcome == MATCHED) & (run.ticket_players == 1)
+    # The service seated every solo player; tank first is tank only in this mix.
+    assert (run.ticket_seated[solo] >= 0).all()
+    assert (run.ticket_seated[solo & (run.ticket_role == 0)] == 0).all()
+    # Avoid lists grew from play and went out on the tickets the service accepted.
+    assert any(live.avoid.lists)
+    held = await leaderboard(live_server, live.mode)
+    assert sum(count for _, _, count in held.values()) == 4 * run.matches
+
+
+async def test_a_short_live_free_for_all_plays_and_rates_its_smaller_matches(live_server: str) -> None:
+    ffa = scenario(
+        "live-ffa",
+        duration="10s",
+        population={"size": 14},
+        arrivals={"players_per_second": 0.5, "initial_share": 0.5},
+        sessions={"matches": 5, "fixed": False, "pause_seconds": 0.3, "match_seconds": 1.0},
+        mode={
+            "teams": 8,
+            "team_size": 1,
+            "teams_min": 3,
+            "relax_seconds": 2,
+            "quality_start": 0.0,
+            "quality_floor": 0.0,
+        },
+        matchmaker={"interval_seconds": 0.1},
+    )
+    players = build(ffa, Streams.of(ffa.seed).population)
+    live = LiveRun(ffa, players, live_server, ADMIN_KEY)
+    run = await live.run()
+    assert run.errors == ()
+    assert run.lost_results == 0
+    assert run.matches >= 3
+    assert min(run.match_players.tolist()) >= 3
+    assert set(run.match_players.tolist()) - {8}
+    assert int(run.games.sum()) == int(run.match_players.sum())
+    held = await leaderboard(live_server, live.mode)
+    assert sum(count for _, _, count in held.values()) == int(run.match_players.sum())

@@ -129,13 +129,96 @@ def test_population_takes_a_skill_distribution_or_a_mode_not_both() -> None:
 
 
 def test_every_mode_setting_of_the_service_is_modelled_or_refused_by_name() -> None:
-    """A mode setting the service gains (roles, ready checks, ...) must be modelled by the
-    virtual clock, or refused by name: this fails until one of the two is done."""
+    """A mode setting the service gains (ready checks, ...) must be modelled by the virtual
+    clock, or refused by name: this fails until one of the two is done."""
     assert MODE_KEYS - {"name"} - set(ModeUpdate.model_fields) == set()
     assert set(ModeUpdate.model_fields) - MODE_KEYS - set(MODE_NOT_YET) == set()
-    assert error_of(with_("mode.roles", {"tank": 1, "damage": 1})) == (
-        "mode.roles: team compositions (issue 37) are not modelled by the simulator yet"
+
+
+ROLES = {"tank": 1, "damage": 1}
+
+
+def with_roles(**population: Any) -> dict[str, Any]:
+    data = with_("mode.roles", ROLES)
+    data["population"].update(population)
+    return data
+
+
+def test_a_mode_with_roles_takes_the_players_preferences_and_its_shape_is_the_services() -> None:
+    listed = [{"accepts": ["damage"], "share": 0.6}, {"accepts": ["tank", "damage"], "share": 0.4}]
+    scenario = scenario_of(with_roles(roles=listed, avoid_probability=0.1, avoid_list=3), "r")
+    composition = scenario.mode.shape.composition
+    assert composition is not None
+    assert (composition.roles, composition.counts) == (("tank", "damage"), (1, 1))
+    assert [(r.accepts, r.share) for r in scenario.population.roles] == [
+        (("damage",), 0.6),
+        (("tank", "damage"), 0.4),
+    ]
+    assert (scenario.population.avoid_probability, scenario.population.avoid_list) == (0.1, 3)
+    sized = scenario_of(
+        with_("mode.teams_min", 2) | {"mode": {"teams": 8, "team_size": 2, "teams_min": 4}}, "s"
     )
+    assert (sized.mode.shape.minimum, sized.mode.shape.players, sized.mode.players_per_match) == (8, 16, 16)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            with_roles(),
+            "population.roles: missing: mode.roles needs every player's role preferences (tank, damage)",
+        ),
+        (
+            with_("population.roles", [{"accepts": ["tank"], "share": 1.0}]),
+            "population.roles: the mode has no roles (set mode.roles)",
+        ),
+        (
+            with_roles(roles={"tank": 1}),
+            "population.roles: must be an array of tables ([[population.roles]])",
+        ),
+        (
+            with_roles(roles=[{"accepts": ["tank", "healer"], "share": 1.0}]),
+            "population.roles[0].accepts: unknown role 'healer' (the mode's roles: tank, damage)",
+        ),
+        (
+            with_roles(roles=[{"accepts": "tank", "share": 1.0}]),
+            "population.roles[0].accepts: must be a list of the mode's roles (tank, damage), each once,"
+            " got 'tank'",
+        ),
+        (
+            with_roles(roles=[{"accepts": ["tank"], "share": 1.0, "weight": 2}]),
+            "population.roles[0].weight: unknown key",
+        ),
+        (
+            with_roles(roles=[{"accepts": ["tank"]}]),
+            "population.roles[0].share: missing (a number)",
+        ),
+        (
+            with_roles(roles=[{"accepts": ["damage"], "share": 1.0}, {"accepts": ["tank"], "share": 0.0}]),
+            "population.roles: nobody accepts 'tank', so no match can form",
+        ),
+        (
+            with_("population.avoid_probability", 1.5),
+            "population.avoid_probability: must be at most 1, got 1.5",
+        ),
+        (with_("population.avoid_list", 101), "population.avoid_list: must be at most 100, got 101"),
+        (
+            with_("mode.roles", {"tank": 1, "damage": 2}),
+            "mode.roles: the roles add up to 3 players, not team_size 2",
+        ),
+        (with_("mode.teams_min", 3), "mode.teams_min: teams_min (3) is above teams (2)"),
+        (with_("mode.team_size_min", 3), "mode.team_size_min: team_size_min (3) is above team_size (2)"),
+        (
+            with_("mode.team_size_min", 1)
+            | {"mode": {"teams": 2, "team_size": 2, "team_size_min": 1, "roles": ROLES}},
+            "mode.team_size_min: a composition fixes the team size: team_size_min must equal team_size",
+        ),
+    ],
+)
+def test_the_keys_of_roles_sizes_and_avoid_lists_are_checked_by_name(
+    data: dict[str, Any], expected: str
+) -> None:
+    assert error_of(data).startswith(expected)
 
 
 def test_the_shipped_scenarios_read(tmp_path: Path) -> None:
@@ -157,7 +240,10 @@ def test_the_documented_example_is_a_valid_scenario_using_every_table() -> None:
     scenario = scenario_of(tomllib.loads(example), "example")
     assert scenario.population.size == 3000
     assert scenario.arrivals.daily_curve is not None
-    assert scenario.parties == {1: 1.0}
+    assert scenario.parties == {1: 0.8, 2: 0.15, 5: 0.05}
+    assert scenario.mode.shape.composition is not None
+    assert len(scenario.population.roles) >= 3
+    assert scenario.population.avoid_probability > 0
     assert [region.name for region in scenario.regions] == ["eu", "na"]
     assert scenario.mode.latency_rule() is not None
     assert scenario.truth.draw_probability == 0.1

@@ -80,3 +80,27 @@ def test_targets_say_which_failed_and_why() -> None:
     _, elo = targets.targets(tied, None)
     assert not elo.passed
     assert "within the sampling error of a rank correlation over these players (about 0.078)" in elo.why
+    assert "after the same few results both systems move" in elo.why
+
+
+def test_a_late_crossing_of_the_random_baseline_says_how_many_players_it_rests_on() -> None:
+    # Both loops cross 0.8 at 40 games, which only 60 players reached; random pairing first.
+    ours = tuple(
+        Checkpoint(g, players, rho, rho, rho - 0.01)
+        for g, players, rho in ((10, 2000, 0.60), (20, 1000, 0.70), (30, 400, 0.74), (40, 60, 0.81))
+    )
+    random = tuple(
+        Checkpoint(g, players, rho, rho, rho - 0.02)
+        for g, players, rho in ((10, 2000, 0.58), (20, 1000, 0.71), (30, 400, 0.76), (40, 60, 0.84))
+    )
+    late_elo = (*ours[:3], Checkpoint(40, 60, 0.81, 0.81, 0.815))
+    _, elo, speed = targets.targets(make_run(checkpoints=late_elo), make_run(checkpoints=random))
+    assert not elo.passed
+    assert elo.why.endswith("only 60 players had played 40 games")
+    assert not speed.passed
+    assert "the loop crosses 0.8 by 40 games, which 60 players reached" in speed.why
+    assert (
+        "(random pairing there: 0.840 against 0.810, a gap within the sampling error of about 0.047)"
+        in speed.why
+    )
+    assert speed.why.endswith("before it the quality-matched loop is ahead at 1 of 3 checkpoints")

@@ -7,8 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from app.matchmaking.pool import Match
 from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED
-from app.simulation.virtual import run_virtual
+from app.simulation.scenario import Scenario
+from app.simulation.virtual import VirtualClock, run_virtual
 from tests.simulation.helpers import population, scenario
 
 
@@ -123,3 +125,105 @@ def test_arrivals_follow_the_daily_curve() -> None:
     hours = run.ticket_enqueued // 3600
     assert len(hours) > 50
     assert (hours >= 2).all()
+
+
+ROLE_MIX = [
+    {"accepts": ["tank"], "share": 0.25},
+    {"accepts": ["damage"], "share": 0.5},
+    {"accepts": ["damage", "tank"], "share": 0.25},
+]
+
+
+def role_queue(**population: object) -> dict[str, object]:
+    return {"size": 100, "roles": ROLE_MIX, **population}
+
+
+def test_a_role_queue_seats_every_player_in_a_role_they_accept_and_repeats_with_its_seed() -> None:
+    roles = scenario(
+        population=role_queue(),
+        mode={"teams": 2, "team_size": 2, "roles": {"tank": 1, "damage": 1}},
+        parties={"1": 0.8, "2": 0.2},
+    )
+    one = run_virtual(roles, population(roles))
+    two = run_virtual(roles, population(roles))
+    for name, value in columns(one).items():
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, columns(two)[name]), name
+    assert one.roles == ("tank", "damage")
+    assert one.matches > 50
+    assert int(one.games.sum()) == 4 * one.matches
+    solo = (one.ticket_outcome == MATCHED) & (one.ticket_players == 1)
+    # Tank first means tank only in this mix: always seated as tank. Damage first includes
+    # players who also accept tank, seated in either.
+    assert (one.ticket_seated[solo & (one.ticket_role == 0)] == 0).all()
+    assert set(one.ticket_seated[solo & (one.ticket_role == 1)].tolist()) <= {0, 1}
+    assert (one.ticket_seated[solo] >= 0).all()
+    assert (one.ticket_role[one.ticket_players == 2] == -1).all()
+    # A party's mates can fill one team of tank + damage together: never two tank-only players.
+    assert set(np.unique(one.ticket_players).tolist()) == {1, 2}
+
+
+def pairs_met(run_scenario: Scenario) -> list[tuple[int, int]]:
+    """Every 1v1 match's two players, in the order played."""
+    clock = VirtualClock(run_scenario, population(run_scenario))
+    met: list[tuple[int, int]] = []
+    play = clock._play
+
+    def recording(matches: list[Match], teams: int, size: int, now: float) -> None:
+        sessions = clock.waiting.session
+        for match in matches:
+            a, b = (int(clock.sessions[int(sessions[team[0]])].players[0]) for team in match.teams)
+            met.append((min(a, b), max(a, b)))
+        play(matches, teams, size, now)
+
+    clock._play = recording  # type: ignore[method-assign]
+    clock.run()
+    return met
+
+
+def test_players_who_avoid_each_other_never_meet_again() -> None:
+    # Twenty players, 1v1, for half an hour: without avoid lists the same pairs meet again.
+    small = {"size": 20}
+    again = pairs_met(scenario(population=small))
+    assert len(set(again)) < len(again)
+    # Everyone avoids their opponent after every match (lists long enough to keep them all).
+    avoiding = scenario(population={**small, "avoid_probability": 1.0, "avoid_list": 100})
+    met = pairs_met(avoiding)
+    assert len(met) > 20
+    assert len(set(met)) == len(met)
+
+
+def test_a_free_for_all_shrinks_with_the_wait_and_each_size_is_played_and_rated() -> None:
+    # Eight-player free-for-alls that may start with four; 30 players online, so lobbies of
+    # eight rarely fill at once.
+    ffa = scenario(
+        population={"size": 30},
+        mode={
+            "teams": 8,
+            "team_size": 1,
+            "teams_min": 4,
+            "relax_seconds": 30,
+            "quality_start": 0.0,
+            "quality_floor": 0.0,
+        },
+        sessions={
+            "matches": 1000,
+            "fixed": True,
+            "pause_seconds": 20,
+            "match_seconds": 60,
+            "match_seconds_sd": 20,
+        },
+    )
+    run = run_virtual(ffa, population(ffa))
+    sizes = set(run.match_players.tolist())
+    assert 8 in sizes
+    assert sizes - {8}
+    assert min(sizes) >= 4
+    assert int(run.games.sum()) == int(run.match_players.sum())
+    assert (run.match_outcome == -1).all()
+    # The ratings still find the skills through matches of every size.
+    assert run.checkpoints[-1].displayed > 0.8
+    # Random pairing shrinks its matches by the same rule.
+    random = run_virtual(ffa, population(ffa), "random")
+    assert set(random.match_players.tolist()) - {8}
+    assert min(random.match_players.tolist()) >= 4

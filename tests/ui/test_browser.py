@@ -186,3 +186,73 @@ def test_every_page_fits_the_window_and_the_plot_spreads_a_burst(
     assert all(re.fullmatch(r"\d\d:\d\d(:\d\d(\.\d{3})?)?", label) for label in labels), labels
     assert "match order; time on " in shown(browser, By.ID, "x-caption").text
     assert plot.rect["width"] <= browser.execute_script("return window.innerWidth")
+
+
+def seed_tiers(base: str, mode: str) -> dict[str, int]:
+    """A mode with drift, placements and four tiers, and matches that spread its players over
+    them: the tier counts the API answers."""
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    tiers = [{"name": "bronze", "min": 0}, {"name": "silver", "min": 1000}, {"name": "gold", "min": 1400},
+             {"name": "diamond", "min": 1800}]  # fmt: skip
+    settings = {"tiers": tiers, "display_scale": 100, "display_offset": 1000, "drift_per_day": 0.05,
+                "placement_matches": 2, "demotion_margin": 50}  # fmt: skip
+    with httpx.Client(base_url=base, headers=admin, timeout=30) as http:
+        assert http.put(f"/v1/modes/{mode}", json=settings).status_code == 200
+        for n in range(30):
+            a, b = n % 6, (n * 5 + 1) % 6
+            if a == b:
+                continue
+            first_wins = a < b
+            body = {
+                "match_id": f"{mode}-t{n}",
+                "mode": mode,
+                "played_at": f"2026-01-{1 + n % 28:02d}T10:00:00Z",
+                "teams": [
+                    {"players": [{"id": f"{mode}-p{a}"}], "rank": 0 if first_wins else 1},
+                    {"players": [{"id": f"{mode}-p{b}"}], "rank": 1 if first_wins else 0},
+                ],
+            }
+            assert http.post("/v1/matches", json=body).status_code == 201
+        counts = http.get(f"/v1/modes/{mode}/tiers").json()["tiers"]
+    return {t["name"]: t["players"] for t in counts}
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_mode_page_charts_the_tiers_and_the_player_page_shows_the_rank(
+    live_server: str, browser: webdriver.Chrome, width: int
+) -> None:
+    mode = f"ui-t{width}-{int(time.time() * 1000) % 10**9}"
+    counts = seed_tiers(live_server, mode)
+    assert sum(counts.values()) == 6 and len([c for c in counts.values() if c]) >= 2, counts
+    browser.set_window_size(width, 900)
+    browser.get(f"{live_server}/ui/login")
+    shown(browser, By.ID, "key").send_keys(ADMIN_KEY)
+    browser.find_element(By.ID, "sign-in").click()
+    shown(browser, By.ID, "modes")
+
+    browser.get(f"{live_server}/ui/modes/{mode}")
+    chart = shown(browser, By.ID, "tier-chart")
+    page_width, inner = overflow(browser)
+    assert page_width <= inner, f"the mode page at {width} px is {page_width} px wide in {inner}"
+    assert chart.rect["width"] <= inner
+    bars = chart.find_elements(By.CSS_SELECTOR, "rect.tier-bar")
+    assert [b.get_attribute("data-tier") for b in bars] == ["bronze", "silver", "gold", "diamond"]
+    assert {b.get_attribute("data-tier"): int(b.get_attribute("data-players") or -1) for b in bars} == counts
+    # Drawn heights follow the counts: the fullest tier is the tallest, an empty one is flat.
+    heights = {b.get_attribute("data-tier"): b.rect["height"] for b in bars}
+    fullest = max(counts, key=lambda name: counts[name])
+    assert heights[fullest] == max(heights.values()) > 20
+    assert all(heights[name] < 1 for name, count in counts.items() if count == 0)
+    teal = sum(
+        near(p, (0x0D, 0x94, 0x88))
+        for p in Image.open(io.BytesIO(chart.screenshot_as_png)).convert("RGB").get_flattened_data()
+    )
+    assert teal > 200, f"only {teal} pixels of bars were drawn"
+
+    browser.get(f"{live_server}/ui/players/{mode}-p0?mode={mode}")
+    assert shown(browser, By.ID, "tier").text in counts
+    assert shown(browser, By.ID, "placement").text == "2 of 2"
+    drift = shown(browser, By.ID, "drift").text
+    assert re.fullmatch(r"sigma [\d.]+ → [\d.]+ over [\d.]+ days", drift), drift
+    page_width, inner = overflow(browser)
+    assert page_width <= inner, f"the player page at {width} px is {page_width} px wide in {inner}"
