@@ -184,7 +184,9 @@ def run_watched(
 
 # The commands whose work is long, with a progress bar from the moment they start: the modules
 # they need (NumPy, numba, SQLAlchemy, …) are imported after it, a second or more.
-LONG_COMMANDS = ("import", "replay", "smooth", "evaluate-history", "evaluate-tournaments", "fit-history")
+LONG_COMMANDS = (
+    "import", "replay", "smooth", "evaluate-history", "evaluate-tournaments", "fit-history", "fit-drift",
+)  # fmt: skip
 _started: list[str] = []
 
 

@@ -179,10 +179,20 @@ def add_fit_drift_parser(commands: argparse._SubParsersAction) -> None:  # type:
 
 def run_fit_drift(args: argparse.Namespace) -> None:
     for source in args.source or ["football"]:
-        data = histories.LOADERS[source](root(source, args.datasets))
+        folder = root(source, args.datasets)
         started = time.perf_counter()
-        best, trials = drift.fit(data, args.rounds)
-        none = drift.evidence(data, 0.0)
+
+        def work(
+            progress: Progress, source: str = source, folder: Path = folder
+        ) -> tuple[histories.MatchHistory, drift.Evidence, list[drift.Evidence], drift.Evidence]:
+            with progress.part(0.05, "loading", expect=LOAD_S):
+                data = histories.LOADERS[source](folder)
+            with progress.part(0.95, "fitting") as fitting:
+                best, trials = drift.fit(data, args.rounds, fitting.update)
+            with progress.part(1.0, expect=LOAD_S):
+                return data, best, trials, drift.evidence(data, 0.0)
+
+        data, best, trials, none = watched(source, work)
         print(f"## {source}: {len(data.times):,} games, draws {data.draw_share:.1%}; mode defaults")
         print("| drift_per_day | log evidence / game, first 70% | last 30% | all |")
         print("|---|---|---|---|")
