@@ -179,10 +179,11 @@ def _group(item: pytest.Item) -> str | None:
 
 def _expected_length(item: pytest.Item) -> int:
     """0 for what runs real processes through faults and load (marker reliability), 1 for a
-    test that drives the live uvicorn process, 2 for the rest."""
+    long test (marker slow) or one that drives the live uvicorn process, 2 for the rest."""
     if item.get_closest_marker("reliability"):
         return 0
-    return 1 if "live_server" in getattr(item, "fixturenames", ()) else 2
+    slow = item.get_closest_marker("slow") is not None
+    return 1 if slow or "live_server" in getattr(item, "fixturenames", ()) else 2
 
 
 @pytest.hookimpl(wrapper=True)
@@ -313,6 +314,12 @@ def live_server(app: FastAPI, service_url: str, redis_url: str) -> Iterator[str]
             "--no-access-log",
             "--log-level",
             "warning",
+            # As `serve` keeps an idle connection (app/cli.py says why): uvicorn's default, 5 s,
+            # equals httpx's pool expiry, and a request sent as the server closes an idle
+            # connection is reset unanswered (httpx.ReadError), more often the more loaded the
+            # machine is.
+            "--timeout-keep-alive",
+            str(Settings.model_fields["http_keep_alive_s"].default),
         ],
         env=env,
     )

@@ -3,7 +3,6 @@ with Retry-After once a bucket is empty. And the key cache's bound."""
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from ipaddress import ip_network
@@ -41,17 +40,22 @@ def test_a_bucket_bursts_then_refills_at_the_rate() -> None:
 
 
 @pytest.fixture
-async def limited_app(app: FastAPI, settings: Settings) -> AsyncIterator[FastAPI]:
-    """A second app on the same database (whose bootstrap key `app` made), with a tight limit."""
+async def limited_app(app: FastAPI, settings: Settings) -> AsyncIterator[tuple[FastAPI, Clock]]:
+    """A second app on the same database (whose bootstrap key `app` made), with a tight limit
+    on a clock of the test's: however slowly the requests go, no token comes back until the
+    test moves the clock."""
     from app.main import create_app
 
     application = create_app(settings.model_copy(update={"rate_limit_per_s": 2.0, "rate_limit_burst": 3}))
     async with application.router.lifespan_context(application):
-        yield application
+        clock = Clock()
+        application.state.resources.limits.clock = clock
+        yield application, clock
 
 
-async def test_over_the_rate_a_key_gets_429_with_retry_after(limited_app: FastAPI) -> None:
-    transport = httpx.ASGITransport(app=limited_app)
+async def test_over_the_rate_a_key_gets_429_with_retry_after(limited_app: tuple[FastAPI, Clock]) -> None:
+    application, clock = limited_app
+    transport = httpx.ASGITransport(app=application)
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         statuses = [(await client.get("/v1/modes", headers=admin)).status_code for _ in range(3)]
@@ -63,14 +67,17 @@ async def test_over_the_rate_a_key_gets_429_with_retry_after(limited_app: FastAP
         assert "rate" in limited.json()["detail"]
         # Health and metrics carry no key and are never limited.
         assert (await client.get("/healthz")).status_code == 200
-        await asyncio.sleep(0.6)
+        clock.now += 0.4  # 0.8 of a token: still empty
+        assert (await client.get("/v1/modes", headers=admin)).status_code == 429
+        clock.now += 0.1
         assert (await client.get("/v1/modes", headers=admin)).status_code == 200
 
 
 @pytest.fixture
 async def guarded_app(app: FastAPI, settings: Settings) -> AsyncIterator[FastAPI]:
     """An app on the same database with the failed-authentication limit on (5, then one in
-    100 s: no test runs long enough to see a token come back) and one trusted proxy, 10.0.0.5."""
+    100 s, on a clock that stands still: no token comes back however long a test runs) and one
+    trusted proxy, 10.0.0.5."""
     from app.main import create_app
 
     update = {
@@ -80,6 +87,7 @@ async def guarded_app(app: FastAPI, settings: Settings) -> AsyncIterator[FastAPI
     }
     application = create_app(settings.model_copy(update=update))
     async with application.router.lifespan_context(application):
+        application.state.resources.auth_failures.clock = Clock()
         yield application
 
 

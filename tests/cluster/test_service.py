@@ -27,6 +27,7 @@ pytestmark = pytest.mark.reliability
 
 MATCHMAKERS = 8
 SECONDS = scaled(3.0)
+PATIENCE = 120.0
 
 
 @dataclass
@@ -93,7 +94,10 @@ async def feed(bases: list[str], modes: list[str], load: Load, until: float, wor
 async def matchmake(bases: list[str], modes: list[str], load: Load, until: float, worker: int) -> None:
     async with httpx.AsyncClient(headers=ADMIN, timeout=30) as http:
         for n in itertools.count(worker):
-            if time.monotonic() > until:
+            # Past `until` while no proposal has formed (up to PATIENCE): a loaded machine may
+            # queue only a few batches in SECONDS, each after the matchmakers passed its mode.
+            now = time.monotonic()
+            if now > until and (load.proposals or now > until + PATIENCE):
                 return
             mode = modes[n % len(modes)]
             response = await http.post(f"{bases[n % 2]}/v1/queues/{mode}/matchmake", json={"max_matches": 20})

@@ -34,6 +34,7 @@ async def make_mode(base: str) -> str:
     return name
 
 
+@pytest.mark.slow
 async def test_16_clients_2000_matches_equal_a_serial_replay(live_server: str, database_url: str) -> None:
     mode = await make_mode(live_server)
     rng = random.Random(5)

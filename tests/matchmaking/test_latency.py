@@ -82,9 +82,12 @@ def tiered_optimum(tickets: list[Ticket], rule: LatencyRule) -> tuple[int, float
     return count, total
 
 
+@pytest.mark.slow
 def test_1v1_proposals_keep_the_rule_and_reach_97_percent_of_the_tiered_optimum() -> None:
     rng = random.Random(25)
-    tickets = located_tickets(rng, 1000)
+    # 500 tickets: the reference optimum (networkx's blossom matching, cubic) took most of a
+    # minute on 1,000; ours is at 0.99 of it on either.
+    tickets = located_tickets(rng, 500)
     by_id = {t.ticket_id: t for t in tickets}
     ours = propose(tickets, MatchShape(2, 1), ENV, OPEN, 10_000, RULE)
     for proposal in ours:

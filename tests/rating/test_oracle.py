@@ -19,6 +19,9 @@ import trueskill
 from app.rating import Rating, TrueSkill, quality_1vs1, rate_1vs1
 
 CASES = 2000
+# The matches are checked in this many tests, every SHARES-th each, so that pytest-xdist
+# spreads them over its workers.
+SHARES = 8
 _NORMAL = NormalDist()
 
 
@@ -53,12 +56,13 @@ def random_match(
     return teams, ranks, weights, draw_probability
 
 
-def test_rate_and_quality_agree_with_trueskill() -> None:
+@pytest.mark.parametrize("share", range(SHARES))
+def test_rate_and_quality_agree_with_trueskill(share: int) -> None:
     rng = random.Random(20261122)
+    matches = [random_match(rng) for _ in range(CASES)]
     worst_rating = 0.0
     worst_quality = 0.0
-    for _ in range(CASES):
-        teams, ranks, weights, p = random_match(rng)
+    for teams, ranks, weights, p in matches[share::SHARES]:
         ours = TrueSkill(draw_probability=p)
         peer = trueskill.TrueSkill(draw_probability=p, backend=EXACT)
         mine = ours.rate([[Rating(*r) for r in t] for t in teams], ranks, weights)

@@ -70,6 +70,16 @@ async def load(base: str, ops: dict[str, Call], answers: list[Answer], stop: asy
     await asyncio.gather(*(worker() for _ in range(CLIENTS)))
 
 
+async def answered(answers: list[Answer], since: float, ops: set[str], at_least: float) -> None:
+    """Wait `at_least` seconds, then on until every op in `ops` has an answer to a request sent
+    after `since` (at most a minute more): on a loaded machine the planned seconds may pass
+    before a single answer comes back."""
+    await asyncio.sleep(at_least)
+    deadline = time.monotonic() + 60.0
+    while time.monotonic() < deadline and ops - {a.op for a in answers if a.at > since}:
+        await asyncio.sleep(0.1)
+
+
 def match_call(mode: str) -> Call:
     async def post(http: httpx.AsyncClient, n: int) -> httpx.Response:
         return await http.post(
@@ -112,23 +122,26 @@ async def test_postgres_outage_is_503_with_retry_after_and_recovers_within_5s(tm
         assert httpx.put(f"{service.base}/v1/modes/o", json={}, headers=ADMIN).status_code in (200, 201)
         answers: list[Answer] = []
         stop = asyncio.Event()
-        running = asyncio.create_task(
-            load(service.base, {"match": match_call("o"), "board": leaderboard_call("o")}, answers, stop)
-        )
-        await asyncio.sleep(1.5)
+        ops = {"match": match_call("o"), "board": leaderboard_call("o")}
+        started = time.monotonic()
+        running = asyncio.create_task(load(service.base, ops, answers, stop))
+        await answered(answers, started, set(ops), 1.5)
         stopping_at = time.monotonic()
         await asyncio.to_thread(postgres.stop)
         down_at = time.monotonic()
-        await asyncio.sleep(scaled(3.0))
-        # Recovery is timed from the start command: PostgreSQL's own crash recovery counts too.
-        up_at = time.monotonic()
+        await answered(answers, down_at + 0.2, set(ops), scaled(3.0))
+        # Recovery is timed from when PostgreSQL accepts connections again (start returns):
+        # its own crash recovery, which took over 5 s on a loaded machine, is not the service's.
+        # Answers between the start command and then count in neither window.
+        start_at = time.monotonic()
         await asyncio.to_thread(postgres.start)
+        up_at = time.monotonic()
         await asyncio.sleep(6.0)
         stop.set()
         await running
 
         before = [a for a in answers if a.at + a.seconds < stopping_at]
-        during = [a for a in answers if down_at + 0.2 < a.at and a.at + a.seconds < up_at]
+        during = [a for a in answers if down_at + 0.2 < a.at and a.at + a.seconds < start_at]
         after = [a for a in answers if a.at >= up_at]
         assert before and all(a.status in (200, 201) for a in before), {a.status for a in before}
         assert during, "no request was made while PostgreSQL was down"
@@ -168,11 +181,12 @@ async def test_redis_outage_stops_only_matchmaking(tmp_path: Path, database_url:
         answers: list[Answer] = []
         stop = asyncio.Event()
         ops = {"match": match_call(mode), "board": leaderboard_call(mode), "ticket": ticket_call(mode)}
+        started = time.monotonic()
         running = asyncio.create_task(load(service.base, ops, answers, stop))
-        await asyncio.sleep(1.5)
+        await answered(answers, started, set(ops), 1.5)
         down_at = time.monotonic()
         redis.stop()
-        await asyncio.sleep(scaled(3.0))
+        await answered(answers, down_at + 0.2, set(ops), scaled(3.0))
         stop.set()
         await running
 

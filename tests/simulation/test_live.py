@@ -50,7 +50,8 @@ async def test_a_short_live_run_loses_nothing_and_mirrors_the_services_ratings(l
     assert run.clock == "live"
     assert run.errors == ()
     assert run.lost_results == 0
-    assert run.matches >= 10
+    # Some matches, not a rate: a loaded machine played only 8 in the 12 s.
+    assert run.matches >= 3
     assert int(run.games.sum()) == 4 * run.matches
     matched = run.ticket_outcome == MATCHED
     assert int(run.ticket_players[matched].sum()) == 4 * run.matches

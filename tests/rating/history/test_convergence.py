@@ -18,6 +18,7 @@ import pytest
 import trueskillthroughtime as peer
 
 from app.rating.history import Gaussian, History, Player
+from tests.rating.history import test_oracle
 
 CALLS = [(1e-2, 2), (1e-3, 5), (1e-3, 8), (1e-5, 15), (1e-6, 30), (1e-9, 60), (0.0, 1), (1e-4, 200)]
 
@@ -119,6 +120,27 @@ def test_the_package_return_shape() -> None:
     )
     (mu_step, sigma_step), done = history.convergence()
     assert done >= 1 and 0.0 <= mu_step <= 1e-6 and 0.0 <= sigma_step <= 1e-6
+
+
+@pytest.mark.parametrize("seed", [34, 90])
+def test_sweeps_stop_at_rounding(seed: int) -> None:
+    """Seeds 34 and 90 of test_oracle.py contract fast but unevenly: their steps reach
+    float64's rounding before three step ratios agree, and the ratios of rounding never
+    agree, so a step test that waited for them ran to the 3,000-sweep cap. A step at the
+    rounding floor stops the call, within epsilon; so does a second call, which starts at
+    the fixed point."""
+    spec = test_oracle.random_history(seed)
+    history = test_oracle.build(spec, History, Gaussian, Player)
+    step, done = history.convergence(1e-10, 3000)
+    assert done <= 60 and max(step) <= 1e-10
+    assert not history.capped and history.distance <= 1e-10
+    step, done = history.convergence(1e-10, 3000)
+    assert done <= 10 and max(step) <= 1e-10
+    assert not history.capped and history.distance <= 1e-10
+    # Within epsilon of where plain sweeps go, run long past the rounding floor.
+    reference = test_oracle.build(spec, History, Gaussian, Player)
+    reference.convergence(0.0, 400, accelerate=False)
+    assert distance(history.learning_curves(), reference.learning_curves()) <= 1e-10
 
 
 def long_history(seed: int) -> dict[str, Any]:
