@@ -1,7 +1,8 @@
 """Command line: `skillservice serve | migrate | keys create|list|revoke | openapi | import |
 replay | smooth | simulate` and the evaluation commands (`python -m app …` is the same program).
 
-Failures are one line on stderr (a traceback only with LOG_LEVEL=DEBUG). Exit status: 2 for
+Failures are one line on stderr (a traceback only with LOG_LEVEL=DEBUG; an import's wrong rows
+are one a line, then their count). Exit status: 2 for
 usage and configuration errors, 1 for any other failure (an unknown mode, a missing file, a
 server that cannot be reached), 130 on Ctrl-C and 143 on SIGTERM; `serve` exits 0 when asked to
 stop by either signal.
@@ -27,20 +28,8 @@ import psycopg
 from pydantic import ValidationError
 
 from app.config import Settings, describe_error
-from app.evaluation.commands import (
-    add_fit_drift_parser,
-    add_fit_history_parser,
-    add_predictive_parser,
-    add_tournaments_parser,
-    reported,
-    run_fit_drift,
-    run_fit_history,
-    run_predictive,
-    run_tournaments,
-)
-from app.imports import commands as history_commands
 from app.infra.embedded import EmbeddedServers, EmbeddedUnavailable
-from app.simulation import commands as simulation_commands
+from app.progress import Bar, end_line, show_start
 
 USAGE, FAILURE = 2, 1
 # Under DATA_DIR: where `serve` leaves a generated admin key when stdout is not a terminal.
@@ -63,6 +52,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, with its errors on one line (its default prints the usage first)."""
 
     def error(self, message: str) -> NoReturn:
+        end_line()  # after a long command's first bar
         self.exit(USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -326,12 +316,17 @@ async def _keys(
 
 
 def history(settings: Settings, args: argparse.Namespace) -> int:
+    from app.imports import commands as history_commands
+
     if args.command == "import" and not args.file.is_file():
         raise Abort(f"no such file: {args.file}", FAILURE)
     with embedded_servers(settings) as embedded:
         say_where(settings)
+        # The bar from the start: starting the database may take a moment.
+        bar = Bar(args.command)
+        bar.show(0.0, "connecting")
         database_url, _ = prepare(settings, embedded)
-        return history_commands.run(args, settings, database_url)
+        return history_commands.run(args, settings, database_url, bar)
 
 
 def openapi_document() -> str:
@@ -343,6 +338,15 @@ def openapi_document() -> str:
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
+    from app.evaluation.commands import (
+        add_fit_drift_parser,
+        add_fit_history_parser,
+        add_predictive_parser,
+        add_tournaments_parser,
+    )
+    from app.imports import commands as history_commands
+    from app.simulation import commands as simulation_commands
+
     parser = Parser(prog=prog, description="Skill service")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("serve", help="migrate, then serve HTTP (and own the embedded servers)")
@@ -390,6 +394,15 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     # SIGTERM unwinds like Ctrl-C, so servers a command started are stopped (its default
     # action ends the process on the spot).
     signal.signal(signal.SIGTERM, _terminate)
+    from app.evaluation.commands import (
+        reported,
+        run_fit_drift,
+        run_fit_history,
+        run_predictive,
+        run_tournaments,
+    )
+    from app.simulation import commands as simulation_commands
+
     if args.command == "evaluate-tournaments":
         return reported(run_tournaments, args)
     if args.command == "fit-history":
@@ -419,9 +432,14 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
     given = list(sys.argv[1:] if argv is None else argv)
+    show_start(given)  # before the command's modules are imported (app/__main__.py: before this one)
     args = build_parser(prog).parse_args(given)
     try:
-        return run(args, given)
+        try:
+            return run(args, given)
+        except BaseException:
+            end_line()  # a bar's line left open on a terminal: the error gets a line of its own
+            raise
     except Abort as exc:
         print(str(exc) if str(exc).startswith("configuration error") else f"error: {exc}", file=sys.stderr)
         return exc.status
@@ -438,11 +456,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m app") -> int:
 
 def describe_failure(exc: Exception) -> str:
     """One line for a failure: the message of those written for the reader (an unknown mode,
-    rejected rows, an unreadable file), else the class and the first line of the message."""
+    an unreadable file), else the class and the first line of the message. Rejected rows of an
+    import are the exception: one a line (at most 50), then their count."""
     from app.errors import AppError
     from app.imports.service import ImportRejected
 
-    if isinstance(exc, AppError | ImportRejected | ValueError | OSError):
+    if isinstance(exc, ImportRejected):
+        return str(exc)  # one wrong row a line, then their count
+    if isinstance(exc, AppError | ValueError | OSError):
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         # "nothing was imported:\nline 3: …\nline 4: …" -> "nothing was imported: line 3: …; line 4: …"
         return "".join(line + (" " if line.endswith(":") else "; ") for line in lines).rstrip("; ")

@@ -124,11 +124,7 @@ def profile(url: str) -> str:
     async def run() -> dict[str, object]:
         engine = build_engine(Settings(database_url=url), url)
         try:
-
-            async def report(_: float) -> None:
-                return None
-
-            return await service.run_replay(build_sessionmaker(engine), MODE, report)
+            return await service.run_replay(build_sessionmaker(engine), MODE)
         finally:
             await engine.dispose()
 

@@ -38,11 +38,16 @@ def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+# A line of a command's progress bar (app/progress.py), drawn from the start of its work.
+BAR_LINE = re.compile(r"^\S+ +\[[#.]{30}\] +\d+\.\d+%")
+
+
 def failure_line(result: subprocess.CompletedProcess[str], status: int) -> str:
-    """The one line a failed command ends with (after the one naming its database, if any)."""
+    """The one line a failed command ends with (after the one naming its database, if any,
+    and its progress bar's lines)."""
     assert result.returncode == status, (result.returncode, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
+    lines = [line for line in result.stderr.strip().splitlines() if not BAR_LINE.match(line)]
     assert len(lines) == 1 or (len(lines) == 2 and lines[0].startswith("database: ")), lines
     assert "error: " in lines[-1], lines
     return lines[-1]

@@ -23,7 +23,9 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     # Shared by everything above: settings, errors, ids, the shapes several packages answer.
     (
         "foundation",
-        frozenset({"config", "errors", "ids", "logs", "metrics", "pagination", "progress", "schemas"}),
+        frozenset(
+            {"collection", "config", "errors", "ids", "logs", "metrics", "pagination", "progress", "schemas"}
+        ),
     ),
     # The database engine, locks and migrations runner; the embedded servers.
     ("storage", frozenset({"db", "infra"})),

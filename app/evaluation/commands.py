@@ -1,17 +1,25 @@
-"""The `python -m app evaluate-*` commands: argument parsing and printed reports."""
+"""The `python -m app evaluate-*` commands: argument parsing and printed reports, with a
+progress bar on stderr while each set is loaded and evaluated (app/progress.py)."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from app.evaluation import chgk, drift, histories, predictive, synthetic
 from app.evaluation.datasets import ENVIRONMENT, NOT_SHIPPED, DatasetMissing, named, root
 from app.evaluation.tournaments import Tournament, TournamentParameters, compare, table
+from app.progress import Bar, Progress, end_line, run_watched
 from app.rating.history.tuning import fit_hyperparameters
+
+T = TypeVar("T")
+# Seconds a dataset takes to load, for the bar's pace while it does (ATP singles: 1.4 s).
+LOAD_S = 1.0
 
 SOURCES = ("chgk-ec", "chgk-rating", "synthetic")
 DATASETS_HELP = (
@@ -34,6 +42,7 @@ def reported(run: Callable[[argparse.Namespace], None], args: argparse.Namespace
     try:
         run(args)
     except DatasetMissing as exc:
+        end_line()
         print(str(exc), file=sys.stderr)
         return 2
     return 0
@@ -78,10 +87,19 @@ def run_tournaments(args: argparse.Namespace) -> None:
     )
     for source, datasets in roots.items():
         started = time.perf_counter()
-        tournaments = load(source, args, datasets)
+
+        def work(
+            progress: Progress, source: str = source, datasets: Path | None = datasets
+        ) -> tuple[list[Tournament], str]:
+            with progress.part(0.1, "loading", expect=LOAD_S):
+                tournaments = load(source, args, datasets)
+            with progress.part(1.0, "replaying") as replaying:
+                return tournaments, table(compare(tournaments, parameters, replaying.update))
+
+        tournaments, shown = watched(source, work)
         teams = sum(len(t.rosters) for t in tournaments)
         print(f"## {source}: {len(tournaments)} tournaments, {teams} team entries")
-        print(table(compare(tournaments, parameters)))
+        print(shown)
         print(f"({time.perf_counter() - started:.0f} s)\n", flush=True)
 
 
@@ -98,20 +116,41 @@ def add_fit_history_parser(commands: argparse._SubParsersAction) -> None:  # typ
     parser.add_argument("--limit", type=int, default=0, help="only the first N games (0: all)")
 
 
+def watched(label: str, work: Callable[[Progress], T]) -> T:
+    """Run `work(progress)` with its progress on a bar on stderr."""
+    bar = Bar(label[:10])
+    result = run_watched(work, bar.show)
+    bar.finish()
+    return result
+
+
 def run_fit_history(args: argparse.Namespace) -> None:
-    data = histories.LOADERS[args.source](root(args.source, args.datasets))
-    limit = args.limit or len(data.composition)
+    folder = root(args.source, args.datasets)
+
+    def work(progress: Progress) -> tuple[histories.MatchHistory, int, Any]:
+        with progress.part(0.05, "loading", expect=LOAD_S):
+            data = histories.LOADERS[args.source](folder)
+        limit = args.limit or len(data.composition)
+        draws = data.draw_share
+        with progress.part(1.0, "fitting") as fitting:
+            return (
+                data,
+                limit,
+                fit_hyperparameters(
+                    data.composition[:limit],
+                    data.results[:limit],
+                    data.times[:limit],
+                    p_draw=draws if draws > 0.0 else 0.0,
+                    fit_p_draw=args.fit_p_draw,
+                    iterations=args.iterations,
+                    rounds=args.rounds,
+                    progress=fitting.update,
+                ),
+            )
+
+    data, limit, (best, path) = watched(args.source, work)
     draws = data.draw_share
     print(f"{data.name}: {limit} games, draws {draws:.1%}; beta = 1, mu = 0\n", flush=True)
-    best, path = fit_hyperparameters(
-        data.composition[:limit],
-        data.results[:limit],
-        data.times[:limit],
-        p_draw=draws if draws > 0.0 else 0.0,
-        fit_p_draw=args.fit_p_draw,
-        iterations=args.iterations,
-        rounds=args.rounds,
-    )
     print("| trial | sigma | gamma | p_draw | log evidence |")
     print("|---|---|---|---|---|")
     for number, trial in enumerate(path, 1):
@@ -140,10 +179,20 @@ def add_fit_drift_parser(commands: argparse._SubParsersAction) -> None:  # type:
 
 def run_fit_drift(args: argparse.Namespace) -> None:
     for source in args.source or ["football"]:
-        data = histories.LOADERS[source](root(source, args.datasets))
+        folder = root(source, args.datasets)
         started = time.perf_counter()
-        best, trials = drift.fit(data, args.rounds)
-        none = drift.evidence(data, 0.0)
+
+        def work(
+            progress: Progress, source: str = source, folder: Path = folder
+        ) -> tuple[histories.MatchHistory, drift.Evidence, list[drift.Evidence], drift.Evidence]:
+            with progress.part(0.05, "loading", expect=LOAD_S):
+                data = histories.LOADERS[source](folder)
+            with progress.part(0.95, "fitting") as fitting:
+                best, trials = drift.fit(data, args.rounds, fitting.update)
+            with progress.part(1.0, expect=LOAD_S):
+                return data, best, trials, drift.evidence(data, 0.0)
+
+        data, best, trials, none = watched(source, work)
         print(f"## {source}: {len(data.times):,} games, draws {data.draw_share:.1%}; mode defaults")
         print("| drift_per_day | log evidence / game, first 70% | last 30% | all |")
         print("|---|---|---|---|")
@@ -199,33 +248,38 @@ def add_predictive_parser(commands: argparse._SubParsersAction) -> None:  # type
     )
 
 
+def _evaluated(
+    args: argparse.Namespace, source: str, datasets: Path, settings: predictive.Parameters, progress: Progress
+) -> tuple[histories.MatchHistory, list[predictive.Score]]:
+    """The set loaded (its first `--limit` games) and its models' scores."""
+    with progress.part(0.05, "loading", expect=LOAD_S):
+        data = histories.LOADERS[source](datasets)
+    if args.limit:
+        data = histories.MatchHistory(
+            data.name, data.composition[: args.limit], data.results[: args.limit], data.times[: args.limit]
+        )
+    models = args.model or predictive.MODELS
+    with progress.part(1.0) as evaluating:
+        return data, predictive.evaluate(data, settings, evaluating, models, args.sweep_every)
+
+
 def run_predictive(args: argparse.Namespace) -> None:
     sources = args.source or default_sources(("atp", "football"), args.datasets)
     roots = {source: root(source, args.datasets) for source in sources}
     for source, datasets in roots.items():
-        data = histories.LOADERS[source](datasets)
-        if args.limit:
-            data = histories.MatchHistory(
-                data.name,
-                data.composition[: args.limit],
-                data.results[: args.limit],
-                data.times[: args.limit],
-            )
+        started = time.perf_counter()
         base = PREDICTIVE_DEFAULTS[source]
         settings = predictive.Parameters(
             sigma=args.sigma if args.sigma is not None else base.sigma,
             gamma=args.gamma if args.gamma is not None else base.gamma,
             p_draw=args.p_draw if args.p_draw is not None else base.p_draw,
         )
-        started = time.perf_counter()
+        data, scores = watched(source, functools.partial(_evaluated, args, source, datasets, settings))
         print(
             f"## {source}: {len(data.composition):,} games; "
             f"sigma={settings.sigma:g} gamma={settings.gamma:g} "
             f"p_draw={settings.p_draw:g} beta={settings.beta:g}",
             flush=True,
         )
-        models = args.model or predictive.MODELS
-        print(
-            predictive.table(predictive.evaluate(data, settings, models=models, sweep_every=args.sweep_every))
-        )
+        print(predictive.table(scores))
         print(f"({time.perf_counter() - started:.0f} s)\n", flush=True)

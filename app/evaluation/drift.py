@@ -13,6 +13,7 @@ compared with no drift on the first 70%, the last 30% and the whole.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,9 +100,12 @@ def evidence(data: MatchHistory, gamma: float) -> Evidence:
     return Evidence(gamma, float(scores[:cut].mean()), float(scores[cut:].mean()), float(scores.mean()))
 
 
-def fit(data: MatchHistory, rounds: int = 16) -> tuple[Evidence, list[Evidence]]:
+def fit(
+    data: MatchHistory, rounds: int = 16, progress: Callable[[float], None] = lambda _: None
+) -> tuple[Evidence, list[Evidence]]:
     """drift_per_day with the largest evidence of the first 70% (golden section on log10
-    gamma over SEARCH), and every trial."""
+    gamma over SEARCH), and every trial; `progress` hears the share of the most trials it can
+    run (rounds + 2) after each."""
     trials: list[Evidence] = []
     cache: dict[float, float] = {}
 
@@ -110,6 +114,7 @@ def fit(data: MatchHistory, rounds: int = 16) -> tuple[Evidence, list[Evidence]]
             trial = evidence(data, 10.0**log_gamma)
             trials.append(trial)
             cache[log_gamma] = trial.train
+            progress(len(trials) / (rounds + 2))
         return cache[log_gamma]
 
     lo, hi = SEARCH

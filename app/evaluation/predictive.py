@@ -35,11 +35,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.evaluation.histories import MatchHistory
+from app.progress import Progress
 from app.rating import normal
 from app.rating.history import Gaussian, History
 from app.rating.history.tuning import Trial, fit_hyperparameters
 
 ELO_ALPHA = 0.07
+# Days between two progress reports of Elo's pass.
+TICK_DAYS = 256
+# Seconds per game of building a history (its online pass), for the bar's pace while it runs:
+# ATP singles' 70% took about 2 s.
+BUILD_S = 15e-6
 TRAIN_SHARE = 0.7
 TRAIN_SWEEPS = 10
 
@@ -119,7 +125,13 @@ def _two_players(game: Sequence[Sequence[str]]) -> tuple[str, str]:
     return a, b
 
 
-def elo(data: MatchHistory, settings: Parameters, test_from: int, schedule: Sequence[range]) -> Score:
+def elo(
+    data: MatchHistory,
+    settings: Parameters,
+    test_from: int,
+    schedule: Sequence[range],
+    progress: Callable[[float], None] = lambda _: None,
+) -> Score:
     ratings: dict[str, float] = {}
     beta = settings.beta
     k = settings.elo_alpha * beta * math.sqrt(math.pi)
@@ -127,6 +139,8 @@ def elo(data: MatchHistory, settings: Parameters, test_from: int, schedule: Sequ
     margin = normal.draw_margin(settings.p_draw, scale)
     predicted: list[float] = []
     for number, day in enumerate(schedule):
+        if number % TICK_DAYS == 0:
+            progress(number / len(schedule))
         if number >= test_from:
             for g in day:
                 a, b = _two_players(data.composition[g])
@@ -186,12 +200,14 @@ def bayesian(
     test_from: int,
     schedule: Sequence[range],
     smooth: bool,
-    progress: Callable[[int, int], None] = lambda done, total: None,
+    progress: Progress | None = None,
     sweep_every: int = 1,
 ) -> Score:
     """TrueSkill (smooth=False: the online pass only) or TTT (one sweep per added calendar
     day, or per `sweep_every` of them: a cheaper TTT, whose days between sweeps get only the
-    online update; the paper's procedure is 1)."""
+    online update; the paper's procedure is 1). `progress` moves through the training
+    history's build, its sweeps, and the predicted days."""
+    progress = progress or Progress()
     first = schedule[test_from].start if test_from < len(schedule) else len(data.times)
 
     def games(lo: int, hi: int) -> tuple[list[list[list[str]]], list[list[float]], list[float]]:
@@ -208,25 +224,32 @@ def bayesian(
         )
 
     history: History | None = None
-    if first:
-        history = start(0, first)
-        if smooth:
-            history.convergence(epsilon=0.0, iterations=TRAIN_SWEEPS)
+    # The training history's build (its online pass), then its sweeps, then the test days.
+    with progress.part(0.15 if smooth else 0.3, expect=BUILD_S * first):
+        history = start(0, first) if first else None
+    with progress.part(0.3) as sweeping:
+        if smooth and history is not None:
+            history.convergence(
+                epsilon=0.0,
+                iterations=TRAIN_SWEEPS,
+                progress=lambda done, _: sweeping.update(done / TRAIN_SWEEPS),
+            )
     predicted: list[float] = []
     test_days = schedule[test_from:]
     calendar_days = 0
-    for number, day in enumerate(test_days):
-        predicted.extend(_predict_day(history, data, day, settings))
-        if history is None:
-            history = start(day.start, day.stop)
-        else:
-            history.add_events(*games(day.start, day.stop))
-        following = test_days[number + 1] if number + 1 < len(test_days) else None
-        if following is None or _calendar_day(data, following) != _calendar_day(data, day):
-            calendar_days += 1
-            if smooth and (following is None or calendar_days % sweep_every == 0):
-                history.iteration()
-        progress(number + 1, len(test_days))
+    with progress.part(1.0) as predicting:
+        for number, day in enumerate(test_days):
+            predicted.extend(_predict_day(history, data, day, settings))
+            if history is None:
+                history = start(day.start, day.stop)
+            else:
+                history.add_events(*games(day.start, day.stop))
+            following = test_days[number + 1] if number + 1 < len(test_days) else None
+            if following is None or _calendar_day(data, following) != _calendar_day(data, day):
+                calendar_days += 1
+                if smooth and (following is None or calendar_days % sweep_every == 0):
+                    history.iteration()
+            predicting.update((number + 1) / len(test_days))
     return Score("TTT" if smooth else "TrueSkill", tuple(predicted))
 
 
@@ -237,32 +260,37 @@ def _calendar_day(data: MatchHistory, day: range) -> int:
 MODELS = ("Elo", "TrueSkill", "TTT")
 
 
+# Each model's share of an evaluation's time, for its share of the progress: TTT sweeps the
+# whole history once a predicted day (football: about 60 s of 64).
+MODEL_COST = {"Elo": 1.0, "TrueSkill": 2.0, "TTT": 20.0}
+
+
 def evaluate(
     data: MatchHistory,
     settings: Parameters,
-    progress: Callable[[str, int, int], None] = lambda *_: None,
+    progress: Progress | None = None,
     models: Sequence[str] = MODELS,
     sweep_every: int = 1,
 ) -> list[Score]:
     """Elo, TrueSkill and TTT (or those of `models`) on the last 30% of `data` (one against
-    one games)."""
+    one games), moving `progress` model by model (labelled with the model's name)."""
+    progress = progress or Progress()
+    unknown = [model for model in models if model not in MODELS]
+    if unknown:
+        raise ValueError(f"unknown model {unknown[0]!r}: one of {', '.join(MODELS)}")
     schedule = days(data)
     test_from = first_test_day(schedule, len(data.times))
     out: list[Score] = []
+    total, done = sum(MODEL_COST[model] for model in models), 0.0
     for model in models:
-        if model == "Elo":
-            out.append(elo(data, settings, test_from, schedule))
-        elif model in ("TrueSkill", "TTT"):
-            smooth = model == "TTT"
-            report = _named(progress, model)
-            out.append(bayesian(data, settings, test_from, schedule, smooth, report, sweep_every))
-        else:
-            raise ValueError(f"unknown model {model!r}: one of {', '.join(MODELS)}")
+        done += MODEL_COST[model]
+        with progress.part(done / total, model) as part:
+            if model == "Elo":
+                out.append(elo(data, settings, test_from, schedule, part.update))
+            else:
+                smooth = model == "TTT"
+                out.append(bayesian(data, settings, test_from, schedule, smooth, part, sweep_every))
     return out
-
-
-def _named(progress: Callable[[str, int, int], None], model: str) -> Callable[[int, int], None]:
-    return lambda done, total: progress(model, done, total)
 
 
 def experience(data: MatchHistory, schedule: Sequence[range]) -> list[tuple[int, int]]:

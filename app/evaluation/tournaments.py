@@ -11,7 +11,7 @@ seed 002 Table 2.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,13 +93,20 @@ class Result:
         return sum(values) / len(values)
 
 
-def replay(tournaments: Iterable[Tournament], env: TrueSkill, label: str) -> Result:
-    """Predict, then rate, every tournament in order; the per-tournament wrong shares."""
+def replay(
+    tournaments: Sequence[Tournament],
+    env: TrueSkill,
+    label: str,
+    progress: Callable[[float], None] = lambda _: None,
+) -> Result:
+    """Predict, then rate, every tournament in order; the per-tournament wrong shares.
+    `progress` hears the share of the tournaments done after each."""
     ratings: dict[str, Rating] = {}
     prior = env.create_rating()
     shares: list[float] = []
     elapsed = 0.0
-    for tournament in tournaments:
+    for number, tournament in enumerate(tournaments, 1):
+        progress((number - 1) / max(len(tournaments), 1))
         groups = [[ratings.get(p, prior) for p in roster] for roster in tournament.rosters]
         alphas = env.performance.coefficients(groups, [[1.0] * len(g) for g in groups], None)
         predicted = [
@@ -118,8 +125,20 @@ def replay(tournaments: Iterable[Tournament], env: TrueSkill, label: str) -> Res
     return Result(label, shares, elapsed)
 
 
-def compare(tournaments: Sequence[Tournament], parameters: TournamentParameters) -> list[Result]:
-    return [replay(tournaments, parameters.environment(v), v.label) for v in VARIANTS]
+def compare(
+    tournaments: Sequence[Tournament],
+    parameters: TournamentParameters,
+    progress: Callable[[float], None] = lambda _: None,
+) -> list[Result]:
+    """Every variant's replay; `progress` hears the share done after each tournament."""
+    out = []
+    for number, variant in enumerate(VARIANTS):
+
+        def done(share: float, number: int = number) -> None:
+            progress((number + share) / len(VARIANTS))
+
+        out.append(replay(tournaments, parameters.environment(variant), variant.label, done))
+    return out
 
 
 def table(results: Sequence[Result]) -> str:

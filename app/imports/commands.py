@@ -18,7 +18,7 @@ from app.imports.reading import Skip
 from app.imports.service import import_file
 from app.jobs import service as jobs
 from app.jobs import smooth
-from app.progress import Bar
+from app.progress import Bar, Progress
 
 ATP_RECIPE = """ATP singles (not shipped: CC BY-NC-SA, see docs/datasets.md), walkovers and the 199999
 placeholder dropped, from the atp/ folder of your datasets directory:
@@ -100,19 +100,36 @@ async def _with_sessions(
         await engine.dispose()
 
 
-def run(args: argparse.Namespace, settings: Settings, database_url: str) -> int:
-    """Run the command; its exit status."""
+async def watched(bar: Bar, work: Callable[[Progress], Awaitable[Any]]) -> Any:
+    """Run `work(progress)` with its progress on `bar`, moving at least every EVERY_S."""
+    progress: Progress
+
+    async def show(value: float) -> None:
+        bar.show(value, progress.label)
+
+    progress = Progress(show)
+    async with progress.watched():
+        result = await work(progress)
+    bar.finish()
+    return result
+
+
+def run(args: argparse.Namespace, settings: Settings, database_url: str, bar: Bar) -> int:
+    """Run the command, its progress on `bar`; its exit status."""
     if args.command == "import":
         # Rejected rows (ImportRejected) and unreadable files end the command through the
-        # CLI's one-line error (app/cli.py); nothing was written.
+        # CLI's error lines (app/cli.py); nothing was written.
         columns = dict(args.column)
         skips = args.skip
         result = asyncio.run(
             _with_sessions(
                 settings,
                 database_url,
-                lambda sessions: import_file(
-                    sessions, args.file, args.mode, columns, skips, not args.no_replay, Bar
+                lambda sessions: watched(
+                    bar,
+                    lambda progress: import_file(
+                        sessions, args.file, args.mode, columns, skips, not args.no_replay, progress
+                    ),
                 ),
             )
         )
@@ -123,26 +140,26 @@ def run(args: argparse.Namespace, settings: Settings, database_url: str) -> int:
                 f"{result.matches} new",
                 file=sys.stderr,
             )
+        if result.erased_since:
+            print(f"{result.erased_since} rows name players erased since; skipped", file=sys.stderr)
         print(json.dumps(result.__dict__, indent=2, default=str))
         return 0
 
-    bar = Bar(args.command, 1.0)
-
-    async def report(value: float) -> None:
-        bar.set(value)
-
-    async def work(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Any]:
+    async def work(sessions: async_sessionmaker[AsyncSession], progress: Progress) -> dict[str, Any]:
         if args.command == "replay":
-            return await jobs.run_replay(sessions, args.mode, report)
+            return await jobs.run_replay(sessions, args.mode, progress)
         options = {
             "gamma": args.gamma,
             "sigma": args.sigma,
             "iterations": args.iterations,
             "epsilon": args.epsilon,
         }
-        return await jobs.run_smooth(sessions, args.mode, "cli", options, report)
+        return await jobs.run_smooth(sessions, args.mode, "cli", options, progress)
 
-    result = asyncio.run(_with_sessions(settings, database_url, work))
-    bar.finish()
+    result = asyncio.run(
+        _with_sessions(
+            settings, database_url, lambda sessions: watched(bar, lambda progress: work(sessions, progress))
+        )
+    )
     print(json.dumps(result, indent=2))
     return 0

@@ -22,7 +22,7 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -35,6 +35,8 @@ from app.matches.schemas import FUTURE_SLACK, MatchIn, consistency_errors
 from app.matches.service import body_hash, team_ranks
 
 MAX_ERRORS = 50
+# Lines read between two progress reports (ATP singles reads about 30,000 a second).
+TICK_LINES = 2_000
 _ID = re.compile(ID_PATTERN)
 # The mode's share of a derived id (the digest covers all of it): ids stay within 128 characters.
 _MODE_PREFIX = 64
@@ -105,10 +107,22 @@ class Read:
             self.errors.append(f"line {line}: {message}")
 
 
-def _open(path: Path) -> IO[str]:
+def _open(path: Path) -> tuple[IO[bytes], IO[str]]:
+    """The file as stored (whose position says how far the reading is) and its text."""
+    raw = path.open("rb")
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return path.open(encoding="utf-8", newline="")
+        return raw, io.TextIOWrapper(gzip.GzipFile(fileobj=raw, mode="rb"), encoding="utf-8", newline="")
+    return raw, io.TextIOWrapper(raw, encoding="utf-8", newline="")
+
+
+def _reporting(
+    lines: Iterable[str], raw: IO[bytes], size: int, progress: Callable[[float], None]
+) -> Iterator[str]:
+    """`lines`, reporting every TICK_LINES the share of the stored file read so far."""
+    for number, line in enumerate(lines):
+        if number % TICK_LINES == 0:
+            progress(raw.tell() / size)
+        yield line
 
 
 def _played_at(text: str) -> dt.datetime:
@@ -146,7 +160,7 @@ def _validated(read: Read, line: int, body: dict[str, Any]) -> None:
     read.matches.append(Parsed.of(line, match))
 
 
-def _jsonl(handle: IO[str], mode: str, read: Read) -> None:
+def _jsonl(handle: Iterable[str], mode: str, read: Read) -> None:
     for line, text in enumerate(handle, start=1):
         if not text.strip():
             continue
@@ -242,7 +256,11 @@ def _number(row: dict[str, str], name: str) -> float | None:
 
 
 def _one_per_player(
-    rows: Iterator[tuple[int, list[str]]], where: dict[str, int], mode: str, read: Read
+    rows: Iterator[tuple[int, list[str]]],
+    where: dict[str, int],
+    mode: str,
+    read: Read,
+    progress: Callable[[float], None],
 ) -> None:
     grouped: dict[str, tuple[int, dict[str, Any]]] = {}
     for line, cells in rows:
@@ -275,7 +293,9 @@ def _one_per_player(
         if coefficient is not None:
             player["coefficient"] = coefficient
         entry["players"].append(player)
-    for line, body in grouped.values():
+    for number, (line, body) in enumerate(grouped.values()):
+        if number % TICK_LINES == 0:
+            progress(number / len(grouped))
         numbers = sorted(body["teams"])
         if numbers != list(range(len(numbers))):
             read.error(line, f"match {body['match_id']!r}: teams must be numbered 0..n-1, got {numbers}")
@@ -289,17 +309,21 @@ def read_file(
     mode: str,
     columns: dict[str, str] | None = None,
     skips: list[Skip] | None = None,
+    progress: Callable[[float], None] = lambda _: None,
 ) -> Read:
-    """Every match of the file, validated as POST /v1/matches validates a body."""
+    """Every match of the file, validated as POST /v1/matches validates a body; `progress`
+    hears the share of the file read and validated every TICK_LINES lines."""
     read = Read()
     name = path.name.removesuffix(".gz")
     if not name.endswith((".csv", ".jsonl", ".ndjson")):
         raise ValueError(f"{path.name}: expected a .csv or .jsonl file (optionally .gz)")
-    with _open(path) as handle:
+    raw, handle = _open(path)
+    size = max(path.stat().st_size, 1)
+    with raw, handle:
         if name.endswith(".csv"):
-            _csv(handle, mode, columns or {}, skips or [], read)
+            _csv(handle, raw, size, mode, columns or {}, skips or [], read, progress)
         else:
-            _jsonl(handle, mode, read)
+            _jsonl(_reporting(handle, raw, size, progress), mode, read)
     first_seen: dict[str, int] = {}
     for match in read.matches:
         if match.match_id in first_seen:
@@ -307,11 +331,31 @@ def read_file(
                 match.line, f"match_id {match.match_id!r} is also on line {first_seen[match.match_id]}"
             )
         first_seen.setdefault(match.match_id, match.line)
+    progress(1.0)
     return read
 
 
-def _csv(handle: IO[str], mode: str, columns: dict[str, str], skips: list[Skip], read: Read) -> None:
-    reader = csv.reader(handle)
+# A file of one player per row is read, then its matches validated: the share of its progress
+# that the reading takes.
+READ_SHARE = 0.6
+
+
+def _csv(
+    handle: IO[str],
+    raw: IO[bytes],
+    size: int,
+    mode: str,
+    columns: dict[str, str],
+    skips: list[Skip],
+    read: Read,
+    progress: Callable[[float], None],
+) -> None:
+    per_player = False
+
+    def reading(share: float) -> None:
+        progress(share * READ_SHARE if per_player else share)
+
+    reader = csv.reader(_reporting(handle, raw, size, reading))
     header = next(reader, None)
     if header is None:
         return
@@ -327,7 +371,10 @@ def _csv(handle: IO[str], mode: str, columns: dict[str, str], skips: list[Skip],
     if "winner" in where and "loser" in where and "played_at" in where:
         _duels(rows, where, mode, read)
     elif all(name in where for name in ("match_id", "played_at", "team", "player")):
-        _one_per_player(rows, where, mode, read)
+        per_player = True
+        _one_per_player(
+            rows, where, mode, read, lambda share: progress(READ_SHARE + (1 - READ_SHARE) * share)
+        )
     else:
         raise ValueError(
             "a CSV needs columns played_at, winner and loser (one match per row) or match_id, "

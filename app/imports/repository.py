@@ -23,6 +23,25 @@ async def taken(session: AsyncSession, match_ids: list[str]) -> dict[str, tuple[
         return {row[0]: (row[1], row[2]) for row in await cursor.fetchall()}
 
 
+# A stored participant: (team, player id, rank, weight, coefficient).
+Participant = tuple[int, str, float, float, float | None]
+
+
+async def participants(session: AsyncSession, match_ids: list[str]) -> dict[str, list[Participant]]:
+    """The stored participants of the given matches (by match id)."""
+    conn = await driver(session)
+    out: dict[str, list[Participant]] = {match_id: [] for match_id in match_ids}
+    async with conn.cursor() as cursor:
+        await cursor.execute(
+            "SELECT m.match_id, mp.team, mp.player_id, mp.rank, mp.weight, mp.coefficient"
+            " FROM matches m JOIN match_players mp ON mp.match_pk = m.id WHERE m.match_id = ANY(%s)",
+            (match_ids,),
+        )
+        for match_id, *row in await cursor.fetchall():
+            out[match_id].append((row[0], row[1], row[2], row[3], row[4]))
+    return out
+
+
 async def load(
     session: AsyncSession, mode: str, matches: Sequence[Parsed], prior: tuple[float, float]
 ) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from app import collection
 from app.ids import is_pseudonym
 from app.matches.responses import RatedEntries, response_data
 from app.matches.schemas import wire_json
@@ -189,6 +190,13 @@ def responses(
     mode: str, k: float, history: ReplayMatches, rated: Rated, ranking: Ranking = Ranking()
 ) -> list[tuple[int, float, str]]:
     """(match pk, quality, stored response) of every rated match, in replay order."""
+    with collection.paused():  # objects without cycles, millions of them (app/collection.py)
+        return _responses(mode, k, history, rated, ranking)
+
+
+def _responses(
+    mode: str, k: float, history: ReplayMatches, rated: Rated, ranking: Ranking
+) -> list[tuple[int, float, str]]:
     moments: dict[int, dt.datetime] = {}
     played_at = [moments.get(us) or moments.setdefault(us, instant(us)) for us in history.played_us.tolist()]
     count = history.matches

@@ -6,6 +6,7 @@ thousands of rows, and ORM rows would cost more than the rating itself.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 from collections.abc import Collection, Iterable, Sequence
@@ -17,6 +18,7 @@ import psycopg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import collection
 from app.db.bulk import (
     Fresh,
     columns_of,
@@ -68,7 +70,8 @@ _CLAIM = text(f"""
 """)
 _REQUEUE = text("UPDATE jobs SET status = 'queued', progress = 0 WHERE id = :id AND status = 'running'")
 _HEARTBEAT = text("UPDATE jobs SET heartbeat_at = now() WHERE id = :id AND status = 'running'")
-_PROGRESS = text("UPDATE jobs SET progress = :progress WHERE id = :id")
+# Only a running job's: a watcher's last write may come after the job is done.
+_PROGRESS = text("UPDATE jobs SET progress = :progress WHERE id = :id AND status = 'running'")
 _DONE = text("""
     UPDATE jobs SET status = 'done', progress = 1, result = CAST(:result AS jsonb), finished_at = now()
     WHERE id = :id
@@ -168,9 +171,33 @@ async def matches(session: AsyncSession, mode: str, only: Sequence[int] | None =
     clause = ""
     if only is not None:
         clause, params["only"] = "AND m.id = ANY(%(only)s)", list(only)
-    async with conn.cursor() as cursor:
+    rows: list[tuple[Any, ...]] = []
+    # A server-side cursor, read a slice at a time, each a moment of the event loop: received
+    # and converted at once, ATP singles' 387,302 rows held it (and the job's progress) for
+    # over a second.
+    async with conn.cursor(name="history_rows") as cursor:
         await cursor.execute(_MATCHES.format(only=clause), params)
-        return _group(await cursor.fetchall())
+        while batch := await cursor.fetchmany(FETCH_ROWS):
+            rows += batch
+    # Grouped off the event loop, the collector paused: objects without cycles (app/collection.py).
+    return await asyncio.to_thread(_grouped, rows)
+
+
+FETCH_ROWS = 20_000
+
+
+def _grouped(rows: list[tuple[Any, ...]]) -> list[Played]:
+    with collection.paused():
+        return _group(rows)
+
+
+async def size(session: AsyncSession, mode: str) -> int:
+    """How many non-void matches the mode has (what a replay or a smooth will read)."""
+    conn = await driver(session)
+    async with conn.cursor() as cursor:
+        await cursor.execute("SELECT count(*) FROM matches WHERE mode = %s AND NOT void", (mode,))
+        row = await cursor.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def live_match_pks(session: AsyncSession, mode: str) -> list[int]:
@@ -329,18 +356,22 @@ async def stage_responses(
     """COPY the rated matches' quality, stored response and new applied_seq."""
     conn = await driver(session)
     await _staging(conn)
+    # Built off the event loop: on ATP singles, a second that would stall the job's progress.
+    data = await asyncio.to_thread(_responses_text, responses, numbers)
     async with (
         conn.cursor() as cursor,
         cursor.copy("COPY replay_matches (id, quality, response, applied_seq) FROM STDIN") as copy,
     ):
-        # COPY text: a compact JSON document holds no tab or newline, and its backslashes
-        # (escapes) are doubled.
-        await copy.write(
-            "".join(
-                f"{pk}\t{quality!r}\t{response.replace(chr(92), chr(92) * 2)}\t{number}\n"
-                for (pk, quality, response), number in zip(responses, numbers, strict=True)
-            )
-        )
+        await copy.write(data)
+
+
+def _responses_text(responses: Sequence[tuple[int, float, str]], numbers: Sequence[int]) -> str:
+    """COPY text: a compact JSON document holds no tab or newline, and its backslashes
+    (escapes) are doubled."""
+    return "".join(
+        f"{pk}\t{quality!r}\t{response.replace(chr(92), chr(92) * 2)}\t{number}\n"
+        for (pk, quality, response), number in zip(responses, numbers, strict=True)
+    )
 
 
 async def stage_players(session: AsyncSession, names: Sequence[str]) -> None:

@@ -7,7 +7,6 @@ import contextlib
 import math
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -21,12 +20,14 @@ from app.ids import EVERY_MODE, ModeScope, is_pseudonym
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
 from app.modes import service as modes
+from app.progress import Progress
 from app.seasons import service as seasons
 from app.seasons.schemas import SeasonIn
 
-Report = Callable[[float], Awaitable[None]]
 # How often a running job says it is alive (repository.STALE_AFTER_S is when it is presumed dead).
 HEARTBEAT_S = 5.0
+# How often a running job's progress is written to its row, when it has moved.
+JOB_PROGRESS_EVERY_S = 0.5
 
 
 async def submit(session: AsyncSession, mode: str, job: JobIn) -> JobAccepted:
@@ -57,18 +58,6 @@ async def get(session: AsyncSession, job_id: str, within: ModeScope = EVERY_MODE
     return JobOut.model_validate(dict(row._mapping))
 
 
-async def _in_thread(
-    work: Callable[[Callable[[float], None]], Any], report: Report, lo: float, hi: float
-) -> Any:
-    """Run CPU-bound `work(progress)` off the event loop, reporting its progress scaled to [lo, hi]."""
-    latest = [0.0]
-    task = asyncio.ensure_future(asyncio.to_thread(work, lambda value: latest.__setitem__(0, value)))
-    while not task.done():
-        await asyncio.wait({task}, timeout=0.5)
-        await report(lo + (hi - lo) * latest[0])
-    return task.result()
-
-
 # A replay rebuilds matches and match_players into fresh tables when its mode has at least
 # FRESH_ROWS matches and holds at least FRESH_SHARE of the table; otherwise it updates its rows
 # in place. A rebuild copies every mode's rows and keeps every mode's posts waiting while it
@@ -86,16 +75,40 @@ class ErasedDuringReplay(Exception):
     rated names them, so it starts again from the history as erased."""
 
 
+# Seconds per match of the replay's steps that are one statement each (or a few), for their
+# share of the bar while they run (app/progress.py): measured on ATP singles (193,651 matches,
+# 7,503 players, fresh tables) on the 2-core machine. Only the bar's pace depends on them.
+READ_S = 8e-6
+WRITE_S = {
+    "stage": 3e-6,  # the participants staged, and the applied order drawn
+    "lock": 1e-6,  # the mode's lock, and the matches recorded meanwhile
+    "ratings": 1e-6,
+    "match_players": 12e-6,
+    "responses": 8e-6,  # built in a thread meanwhile, then staged
+    "matches": 12e-6,
+    "swap": 8e-6,  # the fresh tables swapped in, the ratings written, the leaderboard recounted
+    "commit": 2e-6,
+}
+# Where each phase of a replay ends, as a share of its progress.
+REPLAY_READ, REPLAY_RATED = 0.1, 0.3
+
+
 async def run_replay(
-    sessions: async_sessionmaker[AsyncSession], mode: str, report: Report, fresh: bool | None = None
+    sessions: async_sessionmaker[AsyncSession],
+    mode: str,
+    progress: Progress | None = None,
+    fresh: bool | None = None,
 ) -> dict[str, Any]:
-    """Re-rate the mode's history (app/jobs/replay.py) and swap the result in. `fresh` forces
-    the write path (fresh tables or in place); by default the mode's share chooses it."""
+    """Re-rate the mode's history (app/jobs/replay.py) and swap the result in, moving
+    `progress` as it goes (reading, rating, writing). `fresh` forces the write path (fresh
+    tables or in place); by default the mode's share chooses it."""
+    progress = progress or Progress()
     for _ in range(REPLAY_ATTEMPTS - 1):
-        with contextlib.suppress(ErasedDuringReplay):
-            return await _replay(sessions, mode, report, fresh)
+        with contextlib.suppress(ErasedDuringReplay), progress.part(1.0) as attempt:
+            return await _replay(sessions, mode, attempt, fresh)
     try:
-        return await _replay(sessions, mode, report, fresh)
+        with progress.part(1.0) as attempt:
+            return await _replay(sessions, mode, attempt, fresh)
     except ErasedDuringReplay:
         raise ErasedDuringReplay(
             f"players were erased while the replay ran, {REPLAY_ATTEMPTS} times in a row; submit it again"
@@ -103,77 +116,99 @@ async def run_replay(
 
 
 async def _replay(
-    sessions: async_sessionmaker[AsyncSession], mode: str, report: Report, fresh: bool | None
+    sessions: async_sessionmaker[AsyncSession], mode: str, progress: Progress, fresh: bool | None
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    await seasons.complete(sessions, mode)  # a season switch still archiving: finish it first
-    async with sessions() as session, session.begin():
-        await unbounded(session)
-        rules = modes.rules_of(await modes.get_mode(session, mode))
-        # Seasons: only the current season is re-rated, from its reset ratings.
-        scope = await seasons.replay_scope(session, mode)
-        history = await repository.history(session, mode, exclude=scope.past)
-        seeds = {**await repository.seeds(session, mode), **scope.starts}
-        players = await repository.rated_players(session, mode)
+    with progress.part(REPLAY_READ, "reading", expect=READ_S * await _size(sessions, mode)) as reading:
+        with reading.part(0.2) as completing:
+            # A season switch still archiving: finish it first.
+            await seasons.complete(sessions, mode, completing)
+        async with sessions() as session, session.begin():
+            await unbounded(session)
+            rules = modes.rules_of(await modes.get_mode(session, mode))
+            # Seasons: only the current season is re-rated, from its reset ratings.
+            scope = await seasons.replay_scope(session, mode)
+            history = await repository.history(session, mode, exclude=scope.past)
+            seeds = {**await repository.seeds(session, mode), **scope.starts}
+            players = await repository.rated_players(session, mode)
+    await progress.reached()
     read = time.perf_counter()
     env, k = rules.env, rules.conservative_k
     ranking = replay.Ranking(k, rules.drift_per_day, rules.placement_matches, rules.tiers)
     state = replay.start(env, players, seeds)
-    rated = await _in_thread(
-        lambda progress: replay.rate(env, history, state, seeds, progress, ranking), report, 0.05, 0.3
-    )
+    with progress.part(REPLAY_RATED, "rating") as rating:
+        rated = await asyncio.to_thread(replay.rate, env, history, state, seeds, rating.update, ranking)
+    await progress.reached()
     rated_at = time.perf_counter()
     # The stored responses are built (Python) while PostgreSQL writes the participants.
     writing = asyncio.ensure_future(asyncio.to_thread(replay.responses, mode, k, history, rated, ranking))
+    count = history.matches
+    ends = _write_ends()
+
+    def step(name: str, label: str | None = None) -> contextlib.AbstractContextManager[Progress]:
+        """The write step `name` (WRITE_S), moving with its time."""
+        return written.part(ends[name], label, WRITE_S[name] * count)
+
     try:
-        async with sessions() as session, session.begin():
-            await unbounded(session)
-            await repository.stage_participants(session, history, rated)
-            # In the replay's order; the matches recorded meanwhile get later numbers below.
-            numbers = await repository.applied_numbers(session, int(rated.rated.sum()))
-            if fresh is None:
-                fresh = (
-                    history.matches >= FRESH_ROWS
-                    and await repository.mode_share(session, history.matches) >= FRESH_SHARE
+        with progress.part(1.0, "writing", expect=WRITE_S["commit"] * count) as written:
+            async with sessions() as session, session.begin():
+                await unbounded(session)
+                with step("stage"):
+                    await repository.stage_participants(session, history, rated)
+                    # In the replay's order; the matches recorded meanwhile get later numbers below.
+                    numbers = await repository.applied_numbers(session, int(rated.rated.sum()))
+                with step("lock"):
+                    if fresh is None:
+                        fresh = (
+                            count >= FRESH_ROWS and await repository.mode_share(session, count) >= FRESH_SHARE
+                        )
+                    if fresh:
+                        await repository.lock_tables(session)
+                    # From here on, no rating of the mode changes until the swap commits.
+                    await lock_mode(session, mode)
+                    done = set(history.pks.tolist()) | scope.past
+                    late_pks = [pk for pk in await repository.live_match_pks(session, mode) if pk not in done]
+                    late = 0
+                    if late_pks:
+                        # Recorded while the replay ran: rated on top, in the order they were applied.
+                        tail = await repository.history(
+                            session, mode, only=late_pks, order=repository.APPLIED_ORDER
+                        )
+                        tail_rated = replay.rate(env, tail, state, seeds, ranking=ranking)
+                        await repository.stage_participants(session, tail, tail_rated)
+                        tail_responses = replay.responses(mode, k, tail, tail_rated, ranking)
+                        tail_numbers = await repository.applied_numbers(session, len(tail_responses))
+                        await repository.stage_responses(session, tail_responses, tail_numbers)
+                        rated.skipped += tail_rated.skipped
+                        late = tail.matches
+                with step("ratings"):
+                    await repository.stage_players(session, state.names)
+                    # An erasure holds every mode's lock: one that is not done yet waits for this
+                    # commit (and renames what it wrote), one done since the read shows here.
+                    if await repository.erased_since_read(session):
+                        raise ErasedDuringReplay
+                    ratings = replay.new_ratings(state)
+                    await repository.stage_ratings(session, ratings)
+                await progress.reached()
+                with step("match_players"):
+                    participants = await repository.rewrite(session, "match_players", fresh, mode)
+                with step("responses"):
+                    await repository.stage_responses(session, await writing, numbers)
+                with step("matches"):
+                    matches = await repository.rewrite(session, "matches", fresh, mode)
+                await progress.reached()
+                with step("swap", "swapping"):
+                    fresh_tables = [t for t in (matches, participants) if t is not None]
+                    await repository.finish(session, mode, fresh_tables)
+                after_commit(
+                    session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "replay").inc(len(ratings))
                 )
-            if fresh:
-                await repository.lock_tables(session)
-            # From here on, no rating of the mode changes until the swap commits.
-            await lock_mode(session, mode)
-            done = set(history.pks.tolist()) | scope.past
-            late_pks = [pk for pk in await repository.live_match_pks(session, mode) if pk not in done]
-            late = 0
-            if late_pks:
-                # Recorded while the replay ran: rated on top, in the order they were applied.
-                tail = await repository.history(session, mode, only=late_pks, order=repository.APPLIED_ORDER)
-                tail_rated = replay.rate(env, tail, state, seeds, ranking=ranking)
-                await repository.stage_participants(session, tail, tail_rated)
-                tail_responses = replay.responses(mode, k, tail, tail_rated, ranking)
-                tail_numbers = await repository.applied_numbers(session, len(tail_responses))
-                await repository.stage_responses(session, tail_responses, tail_numbers)
-                rated.skipped += tail_rated.skipped
-                late = tail.matches
-            await repository.stage_players(session, state.names)
-            # An erasure holds every mode's lock: one that is not done yet waits for this commit
-            # (and renames what it wrote), one done since the read shows here.
-            if await repository.erased_since_read(session):
-                raise ErasedDuringReplay
-            written = replay.new_ratings(state)
-            await repository.stage_ratings(session, written)
-            await report(0.4)
-            participants = await repository.rewrite(session, "match_players", fresh, mode)
-            await report(0.6)
-            await repository.stage_responses(session, await writing, numbers)
-            matches = await repository.rewrite(session, "matches", fresh, mode)
-            await report(0.8)
-            await repository.finish(session, mode, [t for t in (matches, participants) if t is not None])
-            after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "replay").inc(len(written)))
     finally:
         if not writing.done():
             writing.cancel()
     finished = time.perf_counter()
     return {
-        "matches": history.matches + late,
+        "matches": count + late,
         "recorded_during_replay": late,
         "players": len(state.names),
         "skipped": rated.skipped[:100],
@@ -186,9 +221,31 @@ async def _replay(
     }
 
 
+def _write_ends() -> dict[str, float]:
+    """Where each write step ends, as a share of the write phase: in WRITE_S's order, each
+    by its expected time (the commit, last, takes what is left)."""
+    total, end, out = sum(WRITE_S.values()), 0.0, {}
+    for name, seconds in WRITE_S.items():
+        end += seconds / total
+        out[name] = end
+    return out
+
+
+async def _size(sessions: async_sessionmaker[AsyncSession], mode: str) -> int:
+    async with sessions() as session, session.begin():
+        return await repository.size(session, mode)
+
+
 def _given(options: dict[str, Any], name: str, default: float) -> Any:
     value = options.get(name)
     return default if value is None else value
+
+
+# Seconds per match of a smooth's read and of writing its curves, for the bar's pace.
+SMOOTH_READ_S = 10e-6
+SMOOTH_WRITE_S = 4e-6
+# Where each phase of a smooth ends, as a share of its progress.
+SMOOTH_READ, SMOOTH_SWEPT = 0.1, 0.9
 
 
 async def run_smooth(
@@ -196,14 +253,18 @@ async def run_smooth(
     mode: str,
     job_id: str,
     options: dict[str, Any],
-    report: Report,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
+    progress = progress or Progress()
     started = time.perf_counter()
-    async with sessions() as session, session.begin():
-        await unbounded(session)
-        row = await modes.get_mode(session, mode)
-        matches = await repository.matches(session, mode)
-        seeds = await repository.seeds(session, mode)
+    size = await _size(sessions, mode)
+    with progress.part(SMOOTH_READ, "reading", expect=SMOOTH_READ_S * size):
+        async with sessions() as session, session.begin():
+            await unbounded(session)
+            row = await modes.get_mode(session, mode)
+            matches = await repository.matches(session, mode)
+            seeds = await repository.seeds(session, mode)
+    await progress.reached()
     params = smooth.Params(
         mu=row.mu,
         sigma=options.get("sigma") or row.sigma,
@@ -219,16 +280,17 @@ async def run_smooth(
     # built, so they are not held through the sweeps (at 5M games, about the history's size).
     count, pending = len(matches), [matches]
     del matches
-    result = await _in_thread(
-        lambda progress: smooth.smooth(pending.pop(), seeds, params, progress), report, 0.05, 0.9
-    )
+    with progress.part(SMOOTH_SWEPT) as smoothing:
+        result = await asyncio.to_thread(lambda: smooth.smooth(pending.pop(), seeds, params, smoothing))
+    await progress.reached()
     fitted = time.perf_counter()
-    async with sessions() as session, session.begin():
-        await unbounded(session)
-        # Erased players' pseudonyms are in the model (the others' curves are as before) but
-        # keep no curve (app.erasure).
-        kept = [curve for curve in result.curves if not is_pseudonym(curve[0])]
-        await repository.replace_curves(session, mode, job_id, kept)
+    with progress.part(1.0, "writing", expect=SMOOTH_WRITE_S * count):
+        async with sessions() as session, session.begin():
+            await unbounded(session)
+            # Erased players' pseudonyms are in the model (the others' curves are as before) but
+            # keep no curve (app.erasure).
+            kept = [curve for curve in result.curves if not is_pseudonym(curve[0])]
+            await repository.replace_curves(session, mode, job_id, kept)
     return {
         "matches": count,
         "players": len(result.curves),
@@ -260,9 +322,9 @@ async def run(
 ) -> None:
     """Run one claimed job to done or failed; progress is committed as it goes."""
 
-    async def report(value: float) -> None:
+    async def show(value: float) -> None:
         async with sessions() as session, session.begin():
-            await repository.progress(session, job_id, round(min(max(value, 0.0), 1.0), 4))
+            await repository.progress(session, job_id, value)
 
     async def beat() -> None:
         # Separate from progress: long database phases report none, but the job is alive.
@@ -274,7 +336,10 @@ async def run(
 
     heart = asyncio.create_task(beat())
     try:
-        await _run_kind(sessions, job_id, mode, kind, params, report)
+        # Job progress moves as a command's bar does: the watcher writes it to the job's row
+        # whenever it moved, every JOB_PROGRESS_EVERY_S (app/progress.py).
+        async with Progress(show).watched(JOB_PROGRESS_EVERY_S) as progress:
+            await _run_kind(sessions, job_id, mode, kind, params, progress)
     finally:
         heart.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -287,15 +352,15 @@ async def _run_kind(
     mode: str,
     kind: str,
     params: dict[str, Any],
-    report: Report,
+    progress: Progress,
 ) -> None:
     try:
         if kind == "replay":
-            result = await run_replay(sessions, mode, report)
+            result = await run_replay(sessions, mode, progress)
         elif kind == seasons.JOB_KIND:
-            result = await seasons.run_switch(sessions, mode, params, report)
+            result = await seasons.run_switch(sessions, mode, params, progress)
         else:
-            result = await run_smooth(sessions, mode, job_id, params, report)
+            result = await run_smooth(sessions, mode, job_id, params, progress)
     except asyncio.CancelledError:
         # The service is shutting down: hand the job back, and another process (or this one
         # after its restart) runs it again from the start.

@@ -211,6 +211,12 @@ async def switch(
     await session.execute(_ADVANCE, {"mode": mode, "ordinal": ordinal})
 
 
+async def rated_count(session: AsyncSession, mode: str) -> int:
+    """How many players the mode rates (what a switch archives and resets)."""
+    found = await session.execute(text("SELECT count(*) FROM ratings WHERE mode = :mode"), {"mode": mode})
+    return int(found.scalar_one())
+
+
 async def chunks(
     session: AsyncSession, mode: str, ordinal: int, size: int
 ) -> list[tuple[str | None, str | None]]:

@@ -15,7 +15,6 @@ row is in, the job ranks it, builds its indexes and attaches it as a partition o
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,19 +31,17 @@ from app.leaderboards import service as leaderboards
 from app.leaderboards.schemas import LeaderboardPage, Standing
 from app.modes import service as modes
 from app.modes.schemas import SeasonOut
+from app.progress import Progress
 from app.seasons import repository
 from app.seasons.schemas import FIRST_SEASON, ModeSeasons, SeasonIn
 
-Report = Callable[[float], Awaitable[None]]
 # Players archived and reset per transaction (a range of ids): a post waits for the one chunk
-# holding its player at most.
+# holding its player at most (and the progress moves at each).
 CHUNK = 10_000
-# Progress is written at most this often (each write is a transaction of its own).
-REPORT_EVERY_S = 1.0
-
-
-async def _nothing(_: float) -> None:
-    return None
+# Seconds per player of a switch's steps that are one statement, for the bar's pace
+# (app/progress.py): listing the chunks, and ranking the archive.
+CHUNKS_S = 2e-6
+RANK_S = 10e-6
 
 
 JOB_KIND = "season"
@@ -119,14 +116,21 @@ async def switch(sessions: async_sessionmaker[AsyncSession], mode: str, wanted: 
 
 
 async def run_switch(
-    sessions: async_sessionmaker[AsyncSession], mode: str, params: dict[str, Any], report: Report
+    sessions: async_sessionmaker[AsyncSession],
+    mode: str,
+    params: dict[str, Any],
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """End the current season and start `params["name"]` with its reset (the job)."""
+    """End the current season and start `params["name"]` with its reset (the job), moving
+    `progress` as it goes (the switch, the archive and reset, the ranking)."""
+    progress = progress or Progress()
     wanted = SeasonIn.model_validate(params)
     started = time.perf_counter()
-    switched = await switch(sessions, mode, wanted)
-    await report(0.05)
-    done = await complete(sessions, mode, report)
+    with progress.part(0.05, "switching", expect=0.5):
+        switched = await switch(sessions, mode, wanted)
+    await progress.reached()
+    with progress.part(1.0) as completing:
+        done = await complete(sessions, mode, completing)
     if switched.ending is None:
         return {"season": wanted.name, "already_started": True}
     pull, widen = wanted.factors()
@@ -156,10 +160,12 @@ class Completed:
 
 
 async def complete(
-    sessions: async_sessionmaker[AsyncSession], mode: str, report: Report = _nothing
+    sessions: async_sessionmaker[AsyncSession], mode: str, progress: Progress | None = None
 ) -> Completed:
     """Archive and reset every row still behind the mode's season, then rank the archive and
-    attach it. Nothing to do when the last ended season is ranked already."""
+    attach it, moving `progress` (untouched when there is nothing to do: the last ended season
+    is ranked already)."""
+    progress = progress or Progress()
     started = time.perf_counter()
     async with sessions() as session, session.begin():
         rows = await repository.seasons(session, mode)
@@ -168,26 +174,30 @@ async def complete(
         if current is None or ending is None or ending.ranked is not None:
             return Completed()
         await unbounded(session)
-        chunks = await repository.chunks(session, mode, current.ordinal, CHUNK)
+        players = await repository.rated_count(session, mode)
+        with progress.part(0.1, "archiving", expect=CHUNKS_S * players):
+            chunks = await repository.chunks(session, mode, current.ordinal, CHUNK)
+    await progress.reached()
     read = time.perf_counter()
-    reset, reported = 0, read
-    for done, (first, last) in enumerate(chunks, 1):
-        async with sessions() as session, session.begin():
-            # A chunk lost in a crash is redone by the job's next attempt (its rows are still
-            # behind), so it need not wait for its commit to reach the disk.
-            await session.execute(ASYNC_COMMIT)
-            reset += await repository.catch_up_range(session, mode, first, last)
-        if time.perf_counter() - reported > REPORT_EVERY_S:
-            reported = time.perf_counter()
-            await report(0.05 + 0.8 * done / len(chunks))
+    reset = 0
+    with progress.part(0.85) as archiving:
+        for done, (first, last) in enumerate(chunks, 1):
+            async with sessions() as session, session.begin():
+                # A chunk lost in a crash is redone by the job's next attempt (its rows are still
+                # behind), so it need not wait for its commit to reach the disk.
+                await session.execute(ASYNC_COMMIT)
+                reset += await repository.catch_up_range(session, mode, first, last)
+            archiving.update(done / len(chunks))
+    await progress.reached()
     caught_up = time.perf_counter()
-    async with sessions() as session, session.begin():
-        await unbounded(session)
-        # The chunks cover every id and no row falls behind after the switch (a new one is
-        # stamped with the current season): this finds none, and makes sure of it.
-        reset += await repository.catch_up_range(session, mode, None, None)
-        archived, ranked = await repository.rank(session, ending.id, int(ending.min_matches or 0))
-        after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "season").inc(reset))
+    with progress.part(1.0, "ranking", expect=RANK_S * players):
+        async with sessions() as session, session.begin():
+            await unbounded(session)
+            # The chunks cover every id and no row falls behind after the switch (a new one is
+            # stamped with the current season): this finds none, and makes sure of it.
+            reset += await repository.catch_up_range(session, mode, None, None)
+            archived, ranked = await repository.rank(session, ending.id, int(ending.min_matches or 0))
+            after_commit(session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "season").inc(reset))
     finished = time.perf_counter()
     return Completed(
         archived,

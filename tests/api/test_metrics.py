@@ -72,10 +72,7 @@ async def test_rated_matches_and_written_ratings_count_only_what_committed(
 
     # Run in this process: a queued job may be claimed by any process on the database (the
     # suite's live servers too), and each process counts only its own writes.
-    async def report(progress: float) -> None:
-        pass
-
-    result = await jobs.run_replay(app.state.resources.sessions, mode, report)
+    result = await jobs.run_replay(app.state.resources.sessions, mode)
     job = {"result": result}
     samples = await scrape(client)
     assert (
@@ -145,14 +142,9 @@ async def test_a_season_switch_counts_the_ratings_it_resets(
         posted = await client.post("/v1/matches", json=match(mode, n, *teams), headers=admin_headers)
         assert posted.status_code == 201
 
-    async def report(progress: float) -> None:
-        pass
-
     before = value(await scrape(client), "skill_ratings_written_total", mode=mode, source="season")
     # In this process, as the replay above: each process counts only its own writes.
-    result = await seasons.run_switch(
-        app.state.resources.sessions, mode, {"name": "s1", "reset": "hard"}, report
-    )
+    result = await seasons.run_switch(app.state.resources.sessions, mode, {"name": "s1", "reset": "hard"})
     assert result["players"] == 3
     samples = await scrape(client)
     assert value(samples, "skill_ratings_written_total", mode=mode, source="season") - before == 3

@@ -45,7 +45,9 @@ def test_the_fit_finds_the_drift_of_skills_that_move() -> None:
         results.append([1.0, 0.0])
         times.append(float(day))
     data = MatchHistory("swap", games, results, times)
-    best, trials = drift.fit(data, rounds=12)
+    shares: list[float] = []
+    best, trials = drift.fit(data, rounds=12, progress=shares.append)
+    assert len(shares) == len(trials) and shares == sorted(shares) and shares[-1] <= 1.0
     assert best.train > drift.evidence(data, 0.0).train + 0.05
     assert best.gamma > 0.1
     assert len(trials) >= 12

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import itertools
 import math
 import random
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.evaluation import histories, predictive
+from app.progress import Progress
 from app.rating import normal
 from tests.conftest import DATASETS
 
@@ -226,3 +228,20 @@ def test_a_ttt_that_sweeps_less_often_predicts_differently() -> None:
     first_day = len(schedule[test_from])
     assert every.log_probabilities[:first_day] == never.log_probabilities[:first_day]
     assert every.log_probabilities[first_day:] != never.log_probabilities[first_day:]
+
+
+def test_an_evaluation_moves_its_progress_through_every_model() -> None:
+    """Each model's part moves many times (Elo by days, the Bayesian models by training
+    sweeps and predicted days), never backwards, to the end."""
+    data = synthetic(days=80)
+    traced: list[float] = []
+    predictive.evaluate(data, SETTINGS, Progress(trace=traced.append))
+    assert traced == sorted(traced) and traced[-1] == 1.0
+    total = sum(predictive.MODEL_COST.values())
+    ends = itertools.accumulate(predictive.MODEL_COST[m] / total for m in predictive.MODELS)
+    starts = [0.0, *ends][:-1]
+    test_days = len(predictive.days(data)) - predictive.first_test_day(predictive.days(data), len(data.times))
+    for model, start, end in zip(predictive.MODELS, starts, [*starts[1:], 1.0], strict=True):
+        inside = [v for v in traced if start < v <= end]
+        # Elo ticks every TICK_DAYS days (80 days: once, then its end); the others every day.
+        assert len(inside) >= (1 if model == "Elo" else test_days), (model, inside)

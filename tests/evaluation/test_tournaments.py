@@ -9,7 +9,7 @@ import pytest
 
 from app.cli import main
 from app.evaluation import chgk, synthetic
-from app.evaluation.tournaments import TournamentParameters, compare, wrong_pair_share
+from app.evaluation.tournaments import VARIANTS, TournamentParameters, compare, wrong_pair_share
 from tests.conftest import DATASETS
 
 CHGK = DATASETS / "chgk"
@@ -80,6 +80,14 @@ def test_the_tie_layer_gets_fewer_pairs_wrong_when_ties_are_common() -> None:
     last = {name: r.mean_of_last(20) for name, r in results.items()}
     assert last["TS2a"] < last["TSa"]  # type: ignore[operator]
     assert last["TS2b"] < last["TSb"]  # type: ignore[operator]
+
+
+def test_a_comparison_reports_its_progress_after_every_tournament() -> None:
+    tournaments = synthetic.tournaments(5, min_teams=60, max_teams=80, seed=4)
+    shares: list[float] = []
+    compare(tournaments, TournamentParameters(), shares.append)
+    assert len(shares) == 5 * len(VARIANTS)
+    assert shares == sorted(shares) and shares[0] == 0.0 and shares[-1] < 1.0
 
 
 def test_the_command_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,6 @@ import gzip
 import json
 import os
 import random
-import re
 import secrets
 import shlex
 import subprocess
@@ -18,11 +17,15 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from fastapi import FastAPI
 
 from app.client import AsyncClient
-from app.imports import reading
+from app.imports import reading, service
+from app.imports.repository import Participant
+from app.imports.service import erased_since
 from app.matches.schemas import MatchIn
 from app.matches.service import body_hash
+from app.progress import Progress
 from app.rating import TrueSkill
 from tests.jobs.test_jobs import rate_again
 from tests.leaderboards.test_leaderboards import check_all, expected
@@ -148,13 +151,15 @@ async def test_bad_rows_are_named_by_line_and_nothing_is_written(
     )
     result = run_cli(service_url, redis_url, "import", "--mode", mode, str(path))
     assert result.returncode == 1
-    # One line on stderr (after the one naming the database), the rows separated by "; ".
-    out = result.stderr.strip().splitlines()[-1]
-    assert out.startswith("error: nothing was imported: line 3:")
-    rows = re.split(r"[;:] (?=line \d+:)", out)
-    for line, words in ((3, "2021-13-01"), (4, "appears twice"), (5, "should match pattern"), (6, "future")):
-        assert any(row.startswith(f"line {line}:") and words in row for row in rows), (line, out)
-    assert "line 2:" not in out and "line 7:" not in out
+    # One wrong row a line, then their count.
+    out = result.stderr[result.stderr.index("error: nothing was imported:") :].strip().splitlines()
+    rows, total = out[1:-1], out[-1]
+    assert [row.split(":")[0] for row in rows] == ["line 3", "line 4", "line 5", "line 6"], out
+    for row, words in zip(
+        rows, ("2021-13-01", "appears twice", "should match pattern", "future"), strict=True
+    ):
+        assert words in row, (row, words)
+    assert total == "4 rows are wrong"
     assert count(database_url, mode) == (0, 0)
 
     good = tmp_path / "good.csv"
@@ -212,6 +217,81 @@ async def test_importing_a_file_again_or_a_renamed_copy_changes_nothing(
     out = json.loads(more.stdout)
     assert (out["matches"], out["already_recorded"], out["replay"]["matches"]) == (1, 5, 6)
     assert count(database_url, mode) == (6, 12)
+
+
+def test_wrong_rows_are_listed_one_a_line_fifty_at_most_then_counted(
+    service_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    mode = f"imp-{secrets.token_hex(3)}"
+    path = tmp_path / "wrong.csv"
+    path.write_text(
+        "played_at,winner,loser\n" + "".join(f"2021-01-{n % 28 + 1:02d},p{n},p{n}\n" for n in range(73))
+    )
+    result = run_cli(service_url, redis_url, "import", "--mode", mode, str(path))
+    assert result.returncode == 1
+    out = result.stderr[result.stderr.index("error: nothing was imported:") :].strip().splitlines()
+    assert out[0] == "error: nothing was imported:"
+    assert [row.split(":")[0] for row in out[1:-1]] == [f"line {n}" for n in range(2, 52)]
+    assert all("appears twice" in row for row in out[1:-1])
+    assert out[-1] == "73 rows are wrong, the first 50 listed"
+
+
+async def test_a_repeat_import_after_an_erasure_skips_the_erased_rows_and_exits_0(
+    database_url: str,
+    service_url: str,
+    redis_url: str,
+    tmp_path: Path,
+    api: AsyncClient,
+    client: httpx.AsyncClient,
+    admin_headers: Headers,
+) -> None:
+    mode = f"imp-{secrets.token_hex(3)}"
+    ann, bea, cid = (f"{mode}-{name}" for name in ("ann", "bea", "cid"))
+    rows = [
+        "played_at,winner,loser",
+        f"2021-01-01,{ann},{bea}",
+        f"2021-01-02,{bea},{cid}",
+        f"2021-01-03,{cid},{ann}",
+        f"2021-01-04,{bea},{cid}",
+    ]
+    path = tmp_path / "games.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert run_cli(service_url, redis_url, "import", "--mode", mode, str(path)).returncode == 0
+    erased = await client.delete(f"/v1/players/{ann}", headers=admin_headers)
+    assert erased.status_code == 204
+    before = count(database_url, mode)
+    bea_before = await api.get_player(bea)
+
+    again = run_cli(service_url, redis_url, "import", "--mode", mode, str(path))
+    assert again.returncode == 0, again.stderr
+    out = json.loads(again.stdout)
+    assert (out["matches"], out["already_recorded"], out["erased_since"], out["replay"]) == (0, 4, 2, None)
+    assert "2 rows name players erased since; skipped" in again.stderr
+    assert count(database_url, mode) == before
+    assert await api.get_player(bea) == bea_before
+    with psycopg.connect(database_url) as conn:
+        named = conn.execute(
+            "SELECT (SELECT count(*) FROM players WHERE id = %(id)s),"
+            " (SELECT count(*) FROM match_players WHERE player_id = %(id)s),"
+            " (SELECT count(*) FROM ratings WHERE player_id = %(id)s)",
+            {"id": ann},
+        ).fetchone()
+    assert named == (0, 0, 0)
+
+
+def test_a_stored_match_differing_elsewhere_than_erased_players_is_another_body() -> None:
+    at = dt.datetime(2021, 1, 3, tzinfo=dt.UTC)
+    row = reading.Parsed(4, "g3", at, [[("cid", 1.0, None)], [("ann", 1.0, None)]], [0.0, 1.0], "")
+    erased = "erased:" + "0" * 32
+    stored: list[Participant] = [(0, "cid", 0.0, 1.0, None), (1, erased, 1.0, 1.0, None)]
+    assert erased_since(row, stored)
+    # Not erased at all (the hash differs for another reason), the winner swapped, a weight or
+    # a rank changed, a player more: each is another body.
+    assert not erased_since(row, [(0, "cid", 0.0, 1.0, None), (1, "bob", 1.0, 1.0, None)])
+    assert not erased_since(row, [(0, erased, 0.0, 1.0, None), (1, "cid", 1.0, 1.0, None)])
+    assert not erased_since(row, [(0, "cid", 0.0, 1.0, None), (1, erased, 1.0, 0.5, None)])
+    assert not erased_since(row, [(0, "cid", 0.0, 1.0, None), (1, erased, 0.0, 1.0, None)])
+    assert not erased_since(row, [*stored, (1, "erased:" + "1" * 32, 1.0, 1.0, None)])
 
 
 def test_the_fast_one_per_row_path_hashes_like_the_api(tmp_path: Path) -> None:
@@ -301,3 +381,38 @@ def test_the_atp_recipe_columns_and_skips(tmp_path: Path) -> None:
     ) == sorted((dt.date.fromisoformat(d), w, lo) for d, w, lo in kept)
     with pytest.raises(ValueError, match="no column 'nope'"):
         reading.read_file(path, "atp", {"played_at": "nope"})
+
+
+async def test_an_import_moves_its_progress_while_reading_loading_and_replaying(
+    app: FastAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shown at once (before the file is read), then moved every few lines read, every chunk
+    loaded and every step of the replay; counted, not timed."""
+    monkeypatch.setattr(reading, "TICK_LINES", 50)
+    monkeypatch.setattr(service, "CHUNK", 500)
+    mode = f"imp-{secrets.token_hex(3)}"
+    rng = random.Random(7)
+    names = [f"{mode}-p{i}" for i in range(10)]
+    rows = ["played_at,winner,loser"]
+    for n in range(3000):
+        winner, loser = rng.sample(names, 2)
+        rows.append(f"{dt.date(2000, 1, 1) + dt.timedelta(days=n // 3)},{winner},{loser}")
+    path = tmp_path / "games.csv"
+    path.write_text("\n".join(rows) + "\n")
+    shown: list[float] = []
+    traced: list[float] = []
+
+    async def show(value: float) -> None:
+        shown.append(value)
+
+    progress = Progress(show, trace=traced.append)
+    async with progress.watched(every=3600.0):
+        assert shown == [0.0]
+        result = await service.import_file(app.state.resources.sessions, path, mode, progress=progress)
+    assert result.matches == 3000
+    assert traced == sorted(traced) and traced[-1] == 1.0
+    # The share of the file read moves as the text is decoded, 8 KB at a time (100 KB here).
+    assert len([v for v in traced if v < service.READ_END]) >= 10
+    assert len([v for v in traced if service.READ_END < v < service.LOAD_END]) >= 3000 // 500 - 1
+    assert len([v for v in traced if v > service.LOAD_END]) >= 10  # the replay's steps
+    assert shown[-1] == 1.0 and len(shown) >= 4  # the start, the read, the load, the replay's checkpoints

@@ -13,21 +13,20 @@ from fastapi import FastAPI
 
 from app.client import AsyncClient
 from app.jobs import service
+from app.progress import Progress
 from tests.jobs.test_jobs import history_bodies
 from tests.jobs.test_replay_writes import Headers, check_chains, nothing, post_all, snapshot
 
 
-def erasing(
-    client: httpx.AsyncClient, admin_headers: Headers, target: str, erased: list[int]
-) -> service.Report:
-    """A progress report that erases `target` the first time it is called: while the job
-    computes, after its read and before its write (it holds no lock then)."""
+def erasing(client: httpx.AsyncClient, admin_headers: Headers, target: str, erased: list[int]) -> Progress:
+    """Progress whose display erases `target` the first time it is shown: once the job has
+    read the history, and before its write (it holds no lock then)."""
 
     async def report(_: float) -> None:
         if not erased:
             erased.append((await client.delete(f"/v1/players/{target}", headers=admin_headers)).status_code)
 
-    return report
+    return Progress(report)
 
 
 @pytest.mark.parametrize("fresh", [False, True], ids=["in-place", "fresh"])
@@ -61,7 +60,7 @@ async def test_a_player_erased_while_the_replay_rates_stays_erased(
     assert named == (0, 0, 0, 0)
     # What the replay wrote is what a replay after the erasure writes.
     written = snapshot(database_url, mode)
-    await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=fresh)
+    await service.run_replay(app.state.resources.sessions, mode, nothing(), fresh=fresh)
     assert snapshot(database_url, mode) == written
     check_chains(database_url, mode, {})
 

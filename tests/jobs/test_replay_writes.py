@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from app.client import AsyncClient
 from app.jobs import service
+from app.progress import Progress
 from app.rating import Rating, TrueSkill
 from tests.jobs.test_jobs import START, history_bodies, rate_again
 from tests.leaderboards.test_leaderboards import check_all, expected
@@ -24,8 +25,9 @@ from tests.leaderboards.test_leaderboards import check_all, expected
 Headers = dict[str, str]
 
 
-async def nothing(_: float) -> None:
-    return None
+def nothing() -> Progress:
+    """Progress nobody watches."""
+    return Progress()
 
 
 def catalog(database_url: str) -> list[Any]:
@@ -136,14 +138,14 @@ async def test_fresh_tables_and_in_place_write_the_same_and_keep_the_schema(
     sessions = app.state.resources.sessions
     schema = catalog(database_url)
 
-    in_place = await service.run_replay(sessions, mode, nothing, fresh=False)
+    in_place = await service.run_replay(sessions, mode, nothing(), fresh=False)
     assert in_place["fresh_tables"] is False and in_place["matches"] == 79
     written = snapshot(database_url, mode)
     seeded = {players[0]: (31.0, 3.0)}
     assert check_chains(database_url, mode, seeded) == 12
 
     scramble(database_url, mode, in_place["skipped"])
-    fresh = await service.run_replay(sessions, mode, nothing, fresh=True)
+    fresh = await service.run_replay(sessions, mode, nothing(), fresh=True)
     assert fresh["fresh_tables"] is True and fresh["matches"] == 79
     assert snapshot(database_url, mode) == written
     assert check_chains(database_url, mode, seeded) == 12
@@ -196,10 +198,10 @@ async def test_fresh_tables_keep_coefficients_and_the_rows_of_a_refused_match(
     await post_all(api, [*bodies, tie])
     await api.put_mode(mode, draw_probability=0.0)  # the tie can no longer be rated
 
-    in_place = await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=False)
+    in_place = await service.run_replay(app.state.resources.sessions, mode, nothing(), fresh=False)
     written = snapshot(database_url, mode)
     scramble(database_url, mode, in_place["skipped"])
-    fresh = await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=True)
+    fresh = await service.run_replay(app.state.resources.sessions, mode, nothing(), fresh=True)
     assert snapshot(database_url, mode) == written
     assert fresh["skipped"] == in_place["skipped"]
     assert f"{tie['match_id']}: " in "\n".join(fresh["skipped"])
@@ -237,7 +239,8 @@ async def test_matches_recorded_during_a_replay_are_rated_on_top(
     posted: list[int] = []
 
     async def post_while_rating(_: float) -> None:
-        if not posted:  # the history is read: this match is recorded while the replay runs
+        # Shown first once the history is read: this match is recorded while the replay runs.
+        if not posted:
             posted.append((await client.post("/v1/matches", json=late, headers=admin_headers)).status_code)
 
     lates = []
@@ -245,7 +248,9 @@ async def test_matches_recorded_during_a_replay_are_rated_on_top(
         posted.clear()
         late["match_id"] = f"{mode}-late-{fresh}"
         lates.append(dict(late))
-        result = await service.run_replay(app.state.resources.sessions, mode, post_while_rating, fresh=fresh)
+        result = await service.run_replay(
+            app.state.resources.sessions, mode, Progress(post_while_rating), fresh=fresh
+        )
         assert posted == [201]
         assert result["recorded_during_replay"] == 1
         check_chains(database_url, mode, {})
@@ -276,7 +281,7 @@ async def test_a_failed_swap_of_fresh_tables_changes_nothing(
         conn.execute(f"CREATE VIEW {view} AS SELECT id FROM matches")  # the old table cannot be dropped
     try:
         with pytest.raises(psycopg.errors.DependentObjectsStillExist):
-            await service.run_replay(app.state.resources.sessions, mode, nothing, fresh=True)
+            await service.run_replay(app.state.resources.sessions, mode, nothing(), fresh=True)
     finally:
         with psycopg.connect(database_url, autocommit=True) as conn:
             conn.execute(f"DROP VIEW {view}")
@@ -297,7 +302,7 @@ async def test_posts_to_other_modes_during_a_swap_of_fresh_tables_wait_and_land(
     other = f"{mode}-other"
     await api.put_mode(other)
     replaying = asyncio.ensure_future(
-        service.run_replay(app.state.resources.sessions, mode, nothing, fresh=True)
+        service.run_replay(app.state.resources.sessions, mode, nothing(), fresh=True)
     )
     answers = []
     number = 0

@@ -174,13 +174,8 @@ async def test_a_switch_run_again_after_it_committed_changes_nothing(
     await switch(client, admin_headers, mode, name="s1", reset="soft")
     before = await ratings(api, mode, players)
 
-    async def report(_: float) -> None:
-        return None
-
     # What a second process does with the job when the first died before marking it done.
-    again = await seasons.run_switch(
-        app.state.resources.sessions, mode, {"name": "s1", "reset": "soft"}, report
-    )
+    again = await seasons.run_switch(app.state.resources.sessions, mode, {"name": "s1", "reset": "soft"})
     assert again["already_started"] is True
     assert await ratings(api, mode, players) == before
     shown = (await client.get(f"/v1/modes/{mode}", headers=admin_headers)).json()

@@ -228,7 +228,7 @@ class History:
         epsilon: float = EPSILON,
         iterations: int = ITERATIONS,
         verbose: bool = False,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int, float], None] | None = None,
         accelerate: bool = True,
     ) -> tuple[tuple[float, float], int]:
         """Sweep until the learning curves are within `epsilon` of the fixed point, or for at
@@ -269,7 +269,9 @@ class History:
         Until then the sweeps are the package's iterates, and the stopping test is stricter
         than its step test, so a call never stops further from the answer than the package.
         `verbose` prints each sweep (off by default, unlike the package); `progress`, if
-        given, is called with the number of sweeps done after each.
+        given, is called after each sweep with the number of sweeps done and what must fall
+        to `epsilon` for the sweeps to stop: the larger of the step and `distance` (inf while
+        the distance is not measured).
         """
         flat = self._flat
         steps: list[float] = []
@@ -304,7 +306,7 @@ class History:
             if verbose:
                 print(f"Iteration = {done}, step = {step}, distance = {self.distance}")
             if progress is not None:
-                progress(done)
+                progress(done, max(steps[-1], self.distance))
             if converged or rounded:
                 break
             if anderson is not None and x is not None and (engaged or _linear(ratios)):

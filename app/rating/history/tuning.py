@@ -48,12 +48,18 @@ def fit_hyperparameters(
     rounds: int = 2,
     steps: int = 10,
     bounds: Bounds = Bounds(),
+    progress: Callable[[float], None] = lambda _: None,
 ) -> tuple[Trial, list[Trial]]:
-    """The best (sigma, gamma[, p_draw]) found and every trial on the way, in order."""
+    """The best (sigma, gamma[, p_draw]) found and every trial on the way, in order.
+    `progress` hears the share of the search done after each trial (of the most it can run:
+    a point tried before is not run again)."""
     if fit_p_draw and p_draw <= 0.0:
         p_draw = 0.1
     path: list[Trial] = []
     cache: dict[tuple[float, float, float], Trial] = {}
+    names = ["sigma", "gamma"] + (["p_draw"] if fit_p_draw else [])
+    calls = [0]
+    most = 1 + rounds * len(names) * (2 + steps)
 
     def evaluate(point: Trial) -> Trial:
         key = (point.sigma, point.gamma, point.p_draw)
@@ -71,10 +77,11 @@ def fit_hyperparameters(
             history.convergence(iterations=iterations)
             cache[key] = replace(point, log_evidence=history.log_evidence())
             path.append(cache[key])
+        calls[0] += 1
+        progress(calls[0] / most)
         return cache[key]
 
     best = evaluate(Trial(sigma, gamma, p_draw, -math.inf))
-    names = ["sigma", "gamma"] + (["p_draw"] if fit_p_draw else [])
     for _ in range(rounds):
         for name in names:
             low, high = getattr(bounds, name)

@@ -22,6 +22,24 @@ def test_the_search_raises_the_evidence_and_reports_its_path() -> None:
     assert 0.05 < best.p_draw < 0.3, "near the 13.5% of games drawn"
 
 
+def test_the_search_reports_its_progress_after_every_trial() -> None:
+    data = histories.chess(DATASETS)
+    shares: list[float] = []
+    _, path = fit_hyperparameters(
+        data.composition[:200],
+        data.results[:200],
+        data.times[:200],
+        p_draw=0.135,
+        rounds=1,
+        steps=3,
+        progress=shares.append,
+    )
+    most = 1 + 2 * (2 + 3)  # the first point, then per parameter two points and one per step
+    assert len(shares) == most and shares[-1] == 1.0
+    assert shares == sorted(shares)
+    assert len(path) <= most  # a point tried again is not run again, but is counted
+
+
 def test_fit_history_command(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["fit-history", "--source", "chess", "--limit", "300", "--rounds", "1", "--iterations", "3"])
     assert code == 0
