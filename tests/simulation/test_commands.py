@@ -66,7 +66,7 @@ def test_compare_writes_one_report_of_both(tmp_path: Path) -> None:
         (("size = 60", "size = 1"), "population.size: must be at least 2, got 1"),
         (
             ("[sessions]", "[sessions]\ndecline_probability = 0.1"),
-            "sessions.decline_probability: declines need",
+            "sessions.decline_probability: needs the ready check (set mode.accept_timeout_s)",
         ),
         (("team_size = 1", "team_size = 1\nquality_floor = 2"), "mode.quality_floor: Input should be less"),
         (('duration = "10m"', 'duration = "ten"'), "duration: must be seconds or a string"),
