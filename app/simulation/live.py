@@ -91,6 +91,12 @@ class LiveRun:
         )
         self.recorder = Recorder(len(population), ready_check=scenario.mode.accept_timeout_s is not None)
         self.answers = streams.answers
+        # A poll on a ticket in a pending proposal answers only when the proposal settles, so a
+        # ticket a failed proposal put back and the lobby matched again before the next poll
+        # began would wait out the new proposal's deadline unanswered: under the ready check a
+        # poll asks for at most a quarter of accept_timeout_s, so the party sees it in time.
+        timeout = scenario.mode.accept_timeout_s
+        self.poll_seconds = POLL_SECONDS if timeout is None else min(POLL_SECONDS, max(0.5, timeout / 4))
         # The ready check's proposals the players saw, and those that failed.
         self.proposals: set[str] = set()
         self.failed: set[str] = set()
@@ -303,9 +309,17 @@ class LiveRun:
             # A ticket a failed proposal put back reads `queued`, which _wait polls through.
             state = await self._wait(api, ticket_id)
             if state is None or state.status != "matched" or state.match is None:
-                if state is not None and answered is not None and requeued_at is None:
+                # Cancelled by a failed ready check (a party that had not answered yet when
+                # another declined), unless the run's end cancelled it: as a decline.
+                by_check = (
+                    state is not None
+                    and state.status == "cancelled"
+                    and answered is not None
+                    and self.now() < self.scenario.duration_seconds
+                )
+                if state is not None and answered is not None and requeued_at is None and not by_check:
                     requeued_at = self.now()  # the answered proposal failed, then the ticket left
-                return state, requeued_at, False
+                return state, requeued_at, by_check
             proposal = state.match
             self.proposals.add(proposal.proposal_id)
             if answered is not None and proposal.proposal_id != answered and requeued_at is None:
@@ -328,7 +342,16 @@ class LiveRun:
                     await api.decline_proposal(self.mode, proposal.proposal_id, declining)
                     return state, requeued_at, True
                 await api.accept_proposal(self.mode, proposal.proposal_id, ids)
-            except (ApiError, httpx.HTTPError) as exc:
+            except ApiError as exc:
+                if exc.status != 409:
+                    self.fail("decline_proposal" if declining else "accept_proposal", exc)
+                    return None, requeued_at, False
+                # Another player declined first: the proposal failed before this answer, and
+                # (not having answered) this party's ticket was cancelled with the decliners'.
+                self.failed.add(proposal.proposal_id)
+                if declining:
+                    return state, requeued_at, True
+            except httpx.HTTPError as exc:
                 self.fail("decline_proposal" if declining else "accept_proposal", exc)
                 return None, requeued_at, False
 
@@ -346,7 +369,7 @@ class LiveRun:
                         if exc.status != 409:  # 409: matched meanwhile, which the poll shows
                             raise
                 state = await api.get_ticket(
-                    self.mode, ticket_id, wait=max(0.5, min(POLL_SECONDS, left)) if left > 0 else 0.5
+                    self.mode, ticket_id, wait=max(0.5, min(self.poll_seconds, left)) if left > 0 else 0.5
                 )
             except (ApiError, httpx.HTTPError) as exc:
                 self.fail("get_ticket", exc)
