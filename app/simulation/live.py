@@ -7,7 +7,9 @@ it (`get_ticket(wait=)`); one lobby loop calls `matchmake` every interval (again
 it forms matches); the first ticket of each proposal hosts the match: it plays it out (the
 match's length in real seconds), draws the outcome from the true skills and posts the result
 (`post_match`, the proposal's id as match_id), and its teammates and opponents pause and queue
-again once the result is in. Every failed call is an error line of the run; at the end every
+again once the result is in. Under the mode's ready check each party answers every proposal its
+ticket is in (`accept_proposal`, or `decline_proposal` for its players who decline) before it is
+played. Every failed call is an error line of the run; at the end every
 player's match count is read back from the leaderboard, and a match whose result the service
 does not hold is a lost result. It is also the service's end-to-end soak.
 

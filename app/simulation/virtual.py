@@ -9,8 +9,11 @@ simulated clock, its tickets' roles and avoid lists, and `form_matches` with the
 (its minimums and roles), relaxation and latency rule (`quality_matches`, the one call). A call's
 matches may differ in size when the mode lets them shrink: each size is played and rated as a
 batch of its own. Tickets past the mode's ticket lifetime expire and their
-players give up. A match's result is rated by the service's batch path (app.rating.levels,
-equal to one match at a time within 1e-12) and becomes visible when the match ends.
+players give up. Under the mode's ready check (accept_timeout_s) every player answers a proposal
+at once, declining with sessions.decline_probability; a declined proposal cancels the decliners'
+tickets and puts the others back in the queue with their wait, as the service does. A match's
+result is rated by the service's batch path (app.rating.levels, equal to one match at a time
+within 1e-12) and becomes visible when the match ends.
 
 Waits are exact to the matchmaking interval: a ticket queued between two calls waits for the
 next. A call whose pool cannot change its answer is skipped: too few players for a match, or
