@@ -50,20 +50,23 @@ _GET = text("""
 STALE_AFTER_S = 60
 MAX_ATTEMPTS = 3
 # SKIP LOCKED: several instances take different jobs, never the same one. A queued job, or
-# a running one whose process died, is taken; one that died MAX_ATTEMPTS times fails.
+# a running one whose process died, is taken; one that died MAX_ATTEMPTS times fails. The
+# claim leaves such a job alone too: each statement reads its own snapshot, so a job found dead
+# between the two would otherwise run once more.
 _GIVE_UP = text(f"""
     UPDATE jobs SET status = 'failed', finished_at = now(),
       error = 'the process running it stopped {MAX_ATTEMPTS} times; submit it again'
     WHERE status = 'running' AND attempts >= {MAX_ATTEMPTS}
       AND heartbeat_at < now() - make_interval(secs => {STALE_AFTER_S})
 """)
-_CLAIM = text(f"""
+CLAIM = text(f"""
     UPDATE jobs SET status = 'running', started_at = now(), heartbeat_at = now(),
       attempts = attempts + 1, progress = 0
     WHERE id = (
         SELECT id FROM jobs
         WHERE status = 'queued'
-           OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => {STALE_AFTER_S}))
+           OR (status = 'running' AND attempts < {MAX_ATTEMPTS}
+               AND heartbeat_at < now() - make_interval(secs => {STALE_AFTER_S}))
         ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED
     )
     RETURNING id, mode, kind, params
@@ -100,7 +103,7 @@ async def get(session: AsyncSession, job_id: str) -> Any:
 
 async def claim(session: AsyncSession) -> Any:
     await session.execute(_GIVE_UP)
-    return (await session.execute(_CLAIM)).first()
+    return (await session.execute(CLAIM)).first()
 
 
 async def requeue(session: AsyncSession, job_id: str) -> None:

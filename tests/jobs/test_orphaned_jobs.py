@@ -8,7 +8,7 @@ import uuid
 import httpx
 import psycopg
 
-from app.jobs.repository import MAX_ATTEMPTS, STALE_AFTER_S
+from app.jobs.repository import CLAIM, MAX_ATTEMPTS, STALE_AFTER_S
 
 Headers = dict[str, str]
 
@@ -65,3 +65,21 @@ async def test_a_job_that_died_three_times_fails_with_the_reason(
     job = await wait_finished(client, admin_headers, job_id)
     assert job["status"] == "failed"
     assert f"stopped {MAX_ATTEMPTS} times" in str(job["error"])
+
+
+async def test_the_claim_alone_leaves_a_job_that_died_three_times(mode: str, database_url: str) -> None:
+    """The runner gives up on such jobs, then claims, in two statements with snapshots of their
+    own: a job found dead between the two must not run a fourth time. The claim by itself, in
+    a transaction rolled back: the oldest job of all, dead three times, is not taken."""
+    job_id = str(uuid.uuid4())
+    stale = STALE_AFTER_S + 5
+    with psycopg.connect(database_url) as conn, conn.transaction(force_rollback=True):
+        conn.execute(
+            """INSERT INTO jobs (id, mode, kind, status, progress, created_at, started_at,
+                                 heartbeat_at, attempts)
+               VALUES (%s, %s, 'replay', 'running', 0.4, 'epoch', now() - make_interval(secs => %s),
+                       now() - make_interval(secs => %s), %s)""",
+            (job_id, mode, stale, stale, MAX_ATTEMPTS),
+        )
+        taken = conn.execute(str(CLAIM.text)).fetchone()
+        assert taken is None or taken[0] != job_id
