@@ -213,7 +213,16 @@ def first_serve_output(env: dict[str, str], terminal: bool) -> str:
                 text += os.read(reader, 4096).decode()
     finally:
         process.terminate()
-        process.wait(30)
+        # Read on while it stops: a terminal's buffer is small, and a process whose next line
+        # finds it full blocks there and never exits.
+        stop = time.monotonic() + 60
+        while process.poll() is None and time.monotonic() < stop:
+            if select.select([reader], [], [], 0.2)[0]:
+                try:
+                    os.read(reader, 4096)
+                except OSError:  # the terminal's other side closed
+                    break
+        process.wait(max(1.0, stop - time.monotonic()))
         os.close(reader)
     return text
 
