@@ -18,7 +18,8 @@ from app.progress import Bar, Progress, end_line, run_watched
 from app.rating.history.tuning import fit_hyperparameters
 
 T = TypeVar("T")
-# Seconds a dataset takes to load, for the bar's pace while it does (ATP singles: 1.4 s).
+# Seconds a dataset takes to load, for the bar's pace while it does (docs/benchmarks.md,
+# "Long work's progress").
 LOAD_S = 1.0
 
 SOURCES = ("chgk-ec", "chgk-rating", "synthetic")

@@ -43,8 +43,8 @@ from app.rating.history.tuning import Trial, fit_hyperparameters
 ELO_ALPHA = 0.07
 # Days between two progress reports of Elo's pass.
 TICK_DAYS = 256
-# Seconds per game of building a history (its online pass), for the bar's pace while it runs:
-# ATP singles' 70% took about 2 s.
+# Seconds per game of building a history (its online pass), for the bar's pace while it runs
+# (docs/benchmarks.md, "Long work's progress").
 BUILD_S = 15e-6
 TRAIN_SHARE = 0.7
 TRAIN_SWEEPS = 10
@@ -261,7 +261,7 @@ MODELS = ("Elo", "TrueSkill", "TTT")
 
 
 # Each model's share of an evaluation's time, for its share of the progress: TTT sweeps the
-# whole history once a predicted day (football: about 60 s of 64).
+# whole history once a predicted day, so it takes most of it.
 MODEL_COST = {"Elo": 1.0, "TrueSkill": 2.0, "TTT": 20.0}
 
 
