@@ -35,7 +35,8 @@ from app.matches.schemas import FUTURE_SLACK, MatchIn, consistency_errors
 from app.matches.service import body_hash, team_ranks
 
 MAX_ERRORS = 50
-# Lines read between two progress reports (ATP singles reads about 30,000 a second).
+# Lines read between two progress reports: a small share of a second of reading
+# (docs/benchmarks.md, "Long work's progress").
 TICK_LINES = 2_000
 _ID = re.compile(ID_PATTERN)
 # The mode's share of a derived id (the digest covers all of it): ids stay within 128 characters.

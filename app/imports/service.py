@@ -139,8 +139,8 @@ async def _load(
 
 
 # Seconds per match of the load's statements (a chunk's COPY, the players, the commit), for
-# the bar's pace while they run (app/progress.py): ATP singles (193,651 matches) on the
-# 2-core machine.
+# the bar's pace while they run (app/progress.py), measured by bench/progress.py
+# (docs/benchmarks.md, "Long work's progress").
 LOAD_S = 25e-6
 COMMIT_S = 5e-6
 # Where reading and loading end, as shares of an import's progress (the replay takes the rest).

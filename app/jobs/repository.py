@@ -175,9 +175,9 @@ async def matches(session: AsyncSession, mode: str, only: Sequence[int] | None =
     if only is not None:
         clause, params["only"] = "AND m.id = ANY(%(only)s)", list(only)
     rows: list[tuple[Any, ...]] = []
-    # A server-side cursor, read a slice at a time, each a moment of the event loop: received
-    # and converted at once, ATP singles' 387,302 rows held it (and the job's progress) for
-    # over a second.
+    # A server-side cursor, read a slice at a time, each a moment of the event loop: a whole
+    # history received and converted at once held the loop (and the job's progress) for over
+    # the progress goal's gap (docs/benchmarks.md, "Long work's progress").
     async with conn.cursor(name="history_rows") as cursor:
         await cursor.execute(_MATCHES.format(only=clause), params)
         while batch := await cursor.fetchmany(FETCH_ROWS):

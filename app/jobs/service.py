@@ -76,8 +76,8 @@ class ErasedDuringReplay(Exception):
 
 
 # Seconds per match of the replay's steps that are one statement each (or a few), for their
-# share of the bar while they run (app/progress.py): measured on ATP singles (193,651 matches,
-# 7,503 players, fresh tables) on the 2-core machine. Only the bar's pace depends on them.
+# share of the bar while they run (app/progress.py), measured by bench/progress.py on ATP singles
+# (docs/benchmarks.md, "Long work's progress"). Only the bar's pace depends on them.
 READ_S = 8e-6
 WRITE_S = {
     "stage": 3e-6,  # the participants staged, and the applied order drawn

@@ -26,7 +26,8 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 EPSILON = 1e-6
 ITERATIONS = 1000
 # Seconds per match of building the history (its online pass) and of reading the curves out,
-# for the bar's pace while they run (app/progress.py): ATP singles took 2.9 s and 0.4 s.
+# for the bar's pace while they run (app/progress.py; bench/progress.py measures them on ATP
+# singles: docs/benchmarks.md, "Long work's progress").
 BUILD_S = 15e-6
 CURVES_S = 2e-6
 
