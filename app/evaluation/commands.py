@@ -104,6 +104,21 @@ def run_tournaments(args: argparse.Namespace) -> None:
         print(f"({time.perf_counter() - started:.0f} s)\n", flush=True)
 
 
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `low` (argparse names the option)."""
+
+    def whole(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is less than {low}")
+        return value
+
+    return whole
+
+
 def add_fit_history_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = commands.add_parser(
         "fit-history",
@@ -112,9 +127,9 @@ def add_fit_history_parser(commands: argparse._SubParsersAction) -> None:  # typ
     parser.add_argument("--source", choices=sorted(histories.LOADERS), default="chess")
     add_datasets_argument(parser)
     parser.add_argument("--fit-p-draw", action="store_true", help="fit the draw probability too")
-    parser.add_argument("--iterations", type=int, default=10, help="sweeps per evaluation")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--limit", type=int, default=0, help="only the first N games (0: all)")
+    parser.add_argument("--iterations", type=at_least(1), default=10, help="sweeps per evaluation")
+    parser.add_argument("--rounds", type=at_least(0), default=2)
+    parser.add_argument("--limit", type=at_least(0), default=0, help="only the first N games (0: all)")
 
 
 def watched(label: str, work: Callable[[Progress], T]) -> T:
@@ -175,7 +190,7 @@ def add_fit_drift_parser(commands: argparse._SubParsersAction) -> None:  # type:
     )
     parser.add_argument("--source", choices=("football", "atp"), action="append", help="default: football")
     add_datasets_argument(parser)
-    parser.add_argument("--rounds", type=int, default=16, help="golden-section steps")
+    parser.add_argument("--rounds", type=at_least(0), default=16, help="golden-section steps")
 
 
 def run_fit_drift(args: argparse.Namespace) -> None:

@@ -22,12 +22,12 @@ import numpy.typing as npt
 from app.evaluation.histories import MatchHistory
 from app.rating import TrueSkill, normal
 from app.rating.drift import DAY_US, NEVER
+from app.rating.golden_section import golden_section_max
 from app.rating.levels import Drift, Matches, rate_levels
 
 TRAIN_SHARE = 0.7
 # log10 of the drift per day searched: from next to nothing to a prior sigma in ~a week.
 SEARCH = (-4.0, 0.5)
-GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,24 +107,12 @@ def fit(
     gamma over SEARCH), and every trial; `progress` hears the share of the most trials it can
     run (rounds + 2) after each."""
     trials: list[Evidence] = []
-    cache: dict[float, float] = {}
 
-    def score(log_gamma: float) -> float:
-        if log_gamma not in cache:
-            trial = evidence(data, 10.0**log_gamma)
-            trials.append(trial)
-            cache[log_gamma] = trial.train
-            progress(len(trials) / (rounds + 2))
-        return cache[log_gamma]
+    def score(log_gamma: float) -> Evidence:
+        trial = evidence(data, 10.0**log_gamma)
+        trials.append(trial)
+        progress(len(trials) / (rounds + 2))
+        return trial
 
-    lo, hi = SEARCH
-    a, b = hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo)
-    for _ in range(rounds):
-        if score(a) >= score(b):
-            hi, b = b, a
-            a = hi - GOLDEN * (hi - lo)
-        else:
-            lo, a = a, b
-            b = lo + GOLDEN * (hi - lo)
-    best = max(trials, key=lambda t: t.train)
+    best = golden_section_max(score, *SEARCH, rounds, lambda trial: trial.train)
     return best, trials

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from app.evaluation.histories import MatchHistory
 from app.progress import Progress
 from app.rating import normal
+from app.rating.golden_section import golden_section_max
 from app.rating.history import Gaussian, History
 from app.rating.history.tuning import Trial, fit_hyperparameters
 
@@ -315,26 +316,15 @@ def fit_elo(
     schedule = days(data)
     test_from = first_test_day(schedule, len(data.times))
     training = schedule[:test_from]
-    cache: dict[float, float] = {}
 
-    def loss(log_alpha: float) -> float:
-        if log_alpha not in cache:
-            trial = dataclasses.replace(settings, elo_alpha=math.exp(log_alpha))
-            cache[log_alpha] = elo(data, trial, 0, training).log_probability
-        return cache[log_alpha]
+    def loss(log_alpha: float) -> tuple[float, float]:
+        trial = dataclasses.replace(settings, elo_alpha=math.exp(log_alpha))
+        return log_alpha, elo(data, trial, 0, training).log_probability
 
-    golden = (math.sqrt(5.0) - 1.0) / 2.0
-    a, b = math.log(bounds[0]), math.log(bounds[1])
-    c, d = b - golden * (b - a), a + golden * (b - a)
-    for _ in range(steps):
-        if loss(c) >= loss(d):
-            b, d = d, c
-            c = b - golden * (b - a)
-        else:
-            a, c = c, d
-            d = a + golden * (b - a)
-    best = max(cache, key=lambda x: cache[x])
-    return math.exp(best), cache[best]
+    log_alpha, best = golden_section_max(
+        loss, math.log(bounds[0]), math.log(bounds[1]), steps, lambda trial: trial[1]
+    )
+    return math.exp(log_alpha), best
 
 
 def fit_trueskill(data: MatchHistory, settings: Parameters) -> Trial:

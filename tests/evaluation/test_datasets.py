@@ -69,6 +69,25 @@ def test_a_missing_dataset_is_one_line_and_exit_status_2(
     assert captured.out == ""
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["fit-drift", "--rounds", "-1"], "argument --rounds: -1 is less than 0"),
+        (["fit-history", "--iterations", "0"], "argument --iterations: 0 is less than 1"),
+        (["fit-history", "--limit", "many"], "argument --limit: 'many' is not a whole number"),
+    ],
+)
+def test_a_bad_count_is_one_line_and_exit_status_2(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if not BAR_LINE.match(line)]
+    assert len(lines) == 1 and says in lines[0] and "Traceback" not in err
+
+
 def test_without_a_named_directory_only_shipped_sources_run(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["evaluate-tournaments", "--synthetic-tournaments", "3", "--synthetic-max-teams", "110"])
     assert code == 0

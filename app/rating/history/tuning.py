@@ -13,9 +13,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from app.rating.golden_section import golden_section_max
 from app.rating.history.history import Composition, History
-
-_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,27 +91,11 @@ def fit_hyperparameters(
                 return evaluate(replace(start, **{name: value}))
 
             scale: Callable[[float], float] = math.log if logarithmic else float
-            candidate = _golden_section(at, scale(low), scale(high), steps)
+            candidate = golden_section_max(at, scale(low), scale(high), steps, _evidence)
             if candidate.log_evidence > best.log_evidence:
                 best = candidate
     return best, path
 
 
-def _golden_section(at: Callable[[float], Trial], low: float, high: float, steps: int) -> Trial:
-    """Maximise log evidence over [low, high]; the best trial seen."""
-    a, b = low, high
-    c = b - _GOLDEN * (b - a)
-    d = a + _GOLDEN * (b - a)
-    fc, fd = at(c), at(d)
-    best = max(fc, fd, key=lambda t: t.log_evidence)
-    for _ in range(steps):
-        if fc.log_evidence >= fd.log_evidence:
-            b, d, fd = d, c, fc
-            c = b - _GOLDEN * (b - a)
-            fc = at(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + _GOLDEN * (b - a)
-            fd = at(d)
-        best = max(best, fc, fd, key=lambda t: t.log_evidence)
-    return best
+def _evidence(trial: Trial) -> float:
+    return trial.log_evidence
