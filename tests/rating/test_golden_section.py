@@ -26,9 +26,8 @@ def test_with_no_steps_it_is_the_better_of_the_two_inner_points() -> None:
     assert x == pytest.approx(RATIO)
 
 
-def test_the_best_visited_point_wins_even_off_the_last_bracket() -> None:
-    # A function whose best visited value is the first inner point: a search that returned the
-    # last bracket's point would miss it.
+def test_the_best_visited_point_is_returned_as_visited() -> None:
+    # The peak is the first inner point itself: the answer is that trial, not a bracket's middle.
     def at(x: float) -> float:
         return x
 
