@@ -12,8 +12,8 @@ step does.
 What shows the value (a command's bar, a job's row in the database) is called by a watcher
 every `every` seconds while the work runs, and at the checkpoints the work awaits (`reached`):
 at once when the work starts, so the first update comes within `every` of the start, and then
-whenever the value has moved. The work never waits on the display, and the display moves even
-while one statement runs.
+whenever the value has moved. The work waits on the display only at those checkpoints, and
+the display moves even while one statement runs.
 """
 
 from __future__ import annotations

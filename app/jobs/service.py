@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import time
 import uuid
@@ -23,6 +24,8 @@ from app.modes import service as modes
 from app.progress import Progress
 from app.seasons import service as seasons
 from app.seasons.schemas import SeasonIn
+
+log = logging.getLogger(__name__)
 
 # How often a running job says it is alive (repository.STALE_AFTER_S is when it is presumed dead).
 HEARTBEAT_S = 5.0
@@ -323,8 +326,13 @@ async def run(
     """Run one claimed job to done or failed; progress is committed as it goes."""
 
     async def show(value: float) -> None:
-        async with sessions() as session, session.begin():
-            await repository.progress(session, job_id, value)
+        # Best effort, as the heartbeat: a progress write the database refused once (a blip,
+        # a restart) must neither fail good work nor stop the watcher; the next one catches up.
+        try:
+            async with sessions() as session, session.begin():
+                await repository.progress(session, job_id, value)
+        except Exception as exc:
+            log.warning("job %s: its progress %.3f was not written: %s", job_id, value, exc)
 
     async def beat() -> None:
         # Separate from progress: long database phases report none, but the job is alive.
