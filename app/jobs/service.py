@@ -19,6 +19,7 @@ from app.errors import Conflict, NotFound
 from app.ids import EVERY_MODE, ModeScope, is_pseudonym
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
+from app.leaderboards import retier
 from app.modes import service as modes
 from app.progress import Progress
 from app.seasons import service as seasons
@@ -199,7 +200,7 @@ async def _replay(
                 await progress.reached()
                 with step("swap", "swapping"):
                     fresh_tables = [t for t in (matches, participants) if t is not None]
-                    await repository.finish(session, mode, fresh_tables)
+                    await repository.finish(session, mode, fresh_tables, rules.tier_version)
                 after_commit(
                     session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "replay").inc(len(ratings))
                 )
@@ -359,6 +360,8 @@ async def _run_kind(
             result = await run_replay(sessions, mode, progress)
         elif kind == seasons.JOB_KIND:
             result = await seasons.run_switch(sessions, mode, params, progress)
+        elif kind == retier.JOB_KIND:
+            result = await retier.run_retier(sessions, mode, params, progress)
         else:
             result = await run_smooth(sessions, mode, job_id, params, progress)
     except asyncio.CancelledError:
