@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from app.api.deps import AdminKey, ReadKey, SessionDep
 from app.ids import Identifier
+from app.jobs import service as jobs
 from app.leaderboards import service as leaderboards
 from app.leaderboards.schemas import TierCounts
 from app.modes import service
@@ -49,6 +50,6 @@ async def put_mode(mode: Identifier, body: ModeUpdate, session: SessionDep, _: A
     422 when quality_floor would exceed quality_start, or for tiers out of order or with a
     repeated name."""
     change = await service.put_mode(session, mode, body)
-    return ModeChanged.of(
-        change.mode, replay_recommended=change.replay_recommended, retier_job=change.retier_job
-    )
+    # In this request's transaction: the job is queued if and only if the change commits.
+    job = await jobs.queue_retier(session, mode, change.tier_version)
+    return ModeChanged.of(change.mode, replay_recommended=change.replay_recommended, retier_job=job)

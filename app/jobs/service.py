@@ -38,6 +38,16 @@ async def submit(session: AsyncSession, mode: str, job: JobIn) -> JobAccepted:
     return JobAccepted(job_id=job_id)
 
 
+async def queue_retier(session: AsyncSession, mode: str, tier_version: int | None) -> str | None:
+    """Queue the job re-tiering the mode after a change of its tier settings moved them to
+    `tier_version` (app.leaderboards.retier); None, and no job, when they did not change."""
+    if tier_version is None:
+        return None
+    job_id = str(uuid.uuid4())
+    await repository.create(session, job_id, mode, retier.JOB_KIND, {"tier_version": tier_version})
+    return job_id
+
+
 async def submit_season(session: AsyncSession, mode: str, body: SeasonIn) -> JobAccepted:
     """Queue the switch to season `body.name` (app.seasons runs it); 409 when the mode has
     (or is starting) a season of that name."""

@@ -44,7 +44,6 @@ class TierCount(BaseModel):
 class TierCounts(BaseModel):
     tiers: list[TierCount] = Field(description="the mode's tiers, lowest first; [] without tiers")
     retiering: int = Field(
-        0,
         description="players still in a tier of the settings before the last change, which its re-tier "
         "job (or their next match) has yet to move; 0 once it is done",
     )

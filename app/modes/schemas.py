@@ -292,7 +292,6 @@ class ModeChanged(ModeOut):
         "re-rates the history"
     )
     retier_job: str | None = Field(
-        None,
         description="the job (GET /v1/jobs/{job_id}) re-tiering the mode's players when this change "
         "altered what places the tiers (tiers, demotion_margin, display_scale, display_offset, "
         "conservative_k, placement_matches); null otherwise. Until it is done, a player it has not "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +15,7 @@ from app.db.locks import lock_mode
 from app.db.models import Mode
 from app.errors import UnknownMode, ValidationFailed
 from app.ids import EVERY_MODE, ModeScope
-from app.jobs import repository as jobs
 from app.leaderboards import repository as leaderboards
-from app.leaderboards import retier as retier_job
 from app.matchmaking.proposals import Composition, LatencyRule, MatchShape, Relaxation
 from app.modes import repository
 from app.modes.schemas import (
@@ -93,12 +90,13 @@ RATING_PARAMETERS = (
 
 @dataclass(frozen=True, slots=True)
 class ModeChange:
-    """A mode as written, whether its stored ratings now call for a replay job, and the job
-    queued to re-tier its players (None: its tier settings did not change)."""
+    """A mode as written, whether its stored ratings now call for a replay job, and the version
+    of its tier settings when this change moved it on (None: they did not change), for a job
+    to re-tier its players (app.jobs.service.queue_retier)."""
 
     mode: Mode
     replay_recommended: bool
-    retier_job: str | None = None
+    tier_version: int | None = None
 
 
 def environment(
@@ -385,16 +383,12 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
         await unbounded(session)
         await lock_mode(session, name)
     mode = await repository.upsert(session, name, values)
-    job_id = None
-    if retier:
-        # Every stored tier is now behind the mode's settings until the job (or a match) places
-        # it again; the counts show only the players placed by the current ones.
-        version = await repository.next_tier_version(session, name)
-        job_id = str(uuid.uuid4())
-        await jobs.create(session, job_id, name, retier_job.JOB_KIND, {"tier_version": version})
+    # Every stored tier is now behind the mode's settings until the re-tier job (or a match)
+    # places it again; the counts show only the players placed by the current ones.
+    version = await repository.next_tier_version(session, name) if retier else None
     if recount:
         await leaderboards.recount(session, name, rescore=rescore)
     _cache.pop(name, None)
     # Stored ratings were computed with the old parameters; only a replay recomputes them.
     changed = before is not None and before != _rating_parameters(mode)
-    return ModeChange(mode, changed and await repository.has_matches(session, name), job_id)
+    return ModeChange(mode, changed and await repository.has_matches(session, name), version)
