@@ -15,8 +15,10 @@ from contextlib import contextmanager
 
 import psycopg
 import pytest
+from fastapi import FastAPI
 
 from app.client import AsyncClient
+from app.jobs import service as jobs
 from app.leaderboards import retier
 from tests.matches.test_ranked import OFFSET, SCALE, Reference, duel, finished, random_matches, tiered_mode
 
@@ -37,6 +39,25 @@ NEW_MARGIN = 400.0
 @pytest.fixture(autouse=True)
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(retier, "BATCH", BATCH)
+
+
+# What the background runner's claim does, for one job: it takes jobs oldest first, one at a
+# time, and may be busy with another test's; a job claimed here runs now, in this test.
+_CLAIM = """
+    UPDATE jobs SET status = 'running', started_at = now(), heartbeat_at = now(),
+      attempts = attempts + 1, progress = 0
+    WHERE id = %s AND status = 'queued' RETURNING mode, kind, params
+"""
+
+
+def run_now(app: FastAPI, database_url: str, job_id: str | None) -> asyncio.Task[None] | None:
+    """Start the job in this test unless a runner took it already (then it runs there)."""
+    assert job_id is not None
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute(_CLAIM, (job_id,)).fetchone()
+    if row is None:
+        return None
+    return asyncio.create_task(jobs.run(app.state.resources.sessions, job_id, *row))
 
 
 @contextmanager
@@ -71,7 +92,7 @@ async def counts(api: AsyncClient, mode: str) -> tuple[dict[str, int], int]:
 
 
 async def test_posts_during_a_retier_take_the_new_settings_and_the_job_keeps_them(
-    api: AsyncClient, mode: str, database_url: str
+    app: FastAPI, api: AsyncClient, mode: str, database_url: str
 ) -> None:
     await tiered_mode(api, mode)
     for body in random_matches(mode, random.Random(21), PLAYERS, 150):
@@ -88,6 +109,7 @@ async def test_posts_during_a_retier_take_the_new_settings_and_the_job_keeps_the
         # The change commits while a row of the mode is locked: the PUT rewrites no rating.
         changed = await api.put_mode(mode, tiers=NEW_TIERS, demotion_margin=NEW_MARGIN)
         assert changed.retier_job is not None
+        task = run_now(app, database_url, changed.retier_job)
         await reaches(api, mode, len(PLAYERS) - first_held)
         placed = set(done)
         assert await counts(api, mode) == (Counter(expected[p] for p in placed), len(PLAYERS) - len(placed))
@@ -111,6 +133,8 @@ async def test_posts_during_a_retier_take_the_new_settings_and_the_job_keeps_the
                 len(PLAYERS) - len(placed),
             )
     job = await finished(api, changed.retier_job)
+    if task is not None:
+        await task
     assert job.status == "done" and job.result["superseded"] is False, job
     # The job placed the players no match had reached, and left the matches' tiers alone.
     assert job.result["players"] == len(PLAYERS) - len(placed - set(done))
@@ -124,7 +148,7 @@ async def test_posts_during_a_retier_take_the_new_settings_and_the_job_keeps_the
 
 
 async def test_a_second_change_supersedes_the_running_job(
-    api: AsyncClient, mode: str, database_url: str
+    app: FastAPI, api: AsyncClient, mode: str, database_url: str
 ) -> None:
     await tiered_mode(api, mode)
     for body in random_matches(mode, random.Random(31), PLAYERS, 120):
@@ -132,16 +156,19 @@ async def test_a_second_change_supersedes_the_running_job(
     first_held = HELD - HELD % BATCH
     with held_row(database_url, mode, PLAYERS[HELD]):
         older = await api.put_mode(mode, tiers=NEW_TIERS)
-        assert older.retier_job is not None
+        tasks = [run_now(app, database_url, older.retier_job)]
         await reaches(api, mode, len(PLAYERS) - first_held)
         two = [{"name": "low", "min": 0.0}, {"name": "high", "min": 1250.0}]
         newer = await api.put_mode(mode, tiers=two, demotion_margin=0.0)
         assert newer.retier_job not in (None, older.retier_job)
         # Nobody is placed by the newest settings yet; everyone tiered counts as behind.
         assert await counts(api, mode) == ({}, len(PLAYERS))
+        tasks.append(run_now(app, database_url, newer.retier_job))
+    for task in tasks:
+        if task is not None:
+            await task
     superseded = await finished(api, older.retier_job)
     assert superseded.status == "done" and superseded.result["superseded"] is True, superseded
-    assert newer.retier_job is not None
     job = await finished(api, newer.retier_job)
     assert job.status == "done" and job.result["superseded"] is False, job
     reference = Reference(two, 0.0, SCALE, OFFSET)
