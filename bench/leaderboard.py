@@ -18,8 +18,9 @@
    stored `conservative` is drifted), and with drift and tiers. `--only-under-writes` runs
    only this after the seeding.
 5c. `--retier` (issue 39, instead of the rest): tiers set and re-tiered first, then WRITERS
-   clients post 1v1 matches while a PUT changes the tiers and its re-tier job places every
-   player again: the PUT's time, the job's, and every post's latency and status meanwhile.
+   clients post 1v1 matches, BASELINE_S seconds measured as the baseline, then while a PUT
+   changes the tiers and its re-tier job places every player again: the PUT's time, the job's,
+   and every post's latency and status meanwhile.
 6. History work on the same database, as ops run it: `python -m app import` of ATP
    singles (195k matches, the recipe of docs/import.md) with its replay, then `python -m app
    smooth` (TrueSkill Through Time, 10 iterations) of that mode. ATP singles are not shipped
@@ -54,6 +55,8 @@ from bench.serving import serving
 
 MODE = "bench-lb"
 WRITERS = 8
+# Seconds of posts measured before the tier change of --retier, the baseline of its latencies.
+BASELINE_S = 20.0
 DRIFT = 0.04
 TIERS = [
     {"name": n, "min": m} for n, m in (("bronze", -100.0), ("silver", 0.0), ("gold", 10.0), ("diamond", 20.0))
@@ -154,6 +157,9 @@ def posts_during_retier(base: str, headers: dict[str, str], players: int) -> Non
         print(f"first re-tier (no posts): {time.perf_counter() - started:.1f} s")
     stop = threading.Event()
     during = threading.Event()
+    measuring = threading.Event()
+    # Per client: the posts' latencies (ms) before the change (the baseline) and during its job.
+    baseline: list[list[float]] = [[] for _ in range(WRITERS)]
     latencies: list[list[float]] = [[] for _ in range(WRITERS)]
     failures = [0] * WRITERS
 
@@ -172,14 +178,19 @@ def posts_during_retier(base: str, headers: dict[str, str], players: int) -> Non
                 }
                 sent = time.perf_counter()
                 status = http.post("/v1/matches", json=match).status_code
+                took = (time.perf_counter() - sent) * 1000
                 if during.is_set():
-                    latencies[number].append((time.perf_counter() - sent) * 1000)
+                    latencies[number].append(took)
                     failures[number] += status >= 300
+                elif measuring.is_set():
+                    baseline[number].append(took)
 
     threads = [threading.Thread(target=write, args=(n,), daemon=True) for n in range(WRITERS)]
     for thread in threads:
         thread.start()
     time.sleep(2.0)  # the writers under way
+    measuring.set()
+    time.sleep(BASELINE_S)
     moved = [{"name": t["name"], "min": float(t["min"]) + 2.5} for t in TIERS]
     with httpx.Client(base_url=base, headers=headers, timeout=600) as http:
         during.set()
@@ -193,8 +204,14 @@ def posts_during_retier(base: str, headers: dict[str, str], players: int) -> Non
     stop.set()
     for thread in threads:
         thread.join()
+    before = sorted(x for own in baseline for x in own)
     samples = sorted(x for own in latencies for x in own)
     print(f"| PUT new tiers | {put_ms:.0f} ms |")
+    if before:
+        print(
+            f"| posts before the change ({WRITERS} clients, {BASELINE_S:.0f} s): {len(before):,} | "
+            f"p50 {statistics.median(before):.1f} ms, p99 {before[int(len(before) * 0.99)]:.1f} ms |"
+        )
     print(f"| its re-tier job ({job['status']}, {job['result']}) | {job_s:.1f} s |")
     if samples:
         p50, p99 = statistics.median(samples), samples[int(len(samples) * 0.99)]
