@@ -80,7 +80,9 @@ async def run_retier(
                         async with sessions() as session, session.begin():
                             await session.execute(_ASYNC_COMMIT)
                             # Writers of single ratings hold the mode's lock shared, as posts do:
-                            # a whole-mode rewrite (a replay's swap) and its recount exclude them.
+                            # a whole-mode rewrite (a replay's swap) and its recount exclude them,
+                            # and a batch may wait for one past the request statement timeout.
+                            await unbounded(session)
                             await session.execute(_SHARED_LOCK, {"mode": mode})
                             await _current(session, mode, version)
                             moved = await repository.retier_range(session, mode, first, last)
