@@ -2,6 +2,7 @@
 
     python bench/leaderboard.py [--players 1000000] [--reads 2000] [--datasets DIR | --no-history]
     python bench/leaderboard.py --no-history --only-under-writes   # issue 39's check, ~2 minutes
+    python bench/leaderboard.py --no-history --retier   # posts' latency while a tier change re-tiers
 
 1. Starts the service the way `make run` does (`python -m app serve`, embedded
    PostgreSQL and Redis under a temp DATA_DIR).
@@ -16,6 +17,10 @@
    drift, with drift_per_day (every seeded player last played up to 200 days ago, so the
    stored `conservative` is drifted), and with drift and tiers. `--only-under-writes` runs
    only this after the seeding.
+5c. `--retier` (issue 39, instead of the rest): tiers set and re-tiered first, then WRITERS
+   clients post 1v1 matches, BASELINE_S seconds measured as the baseline, then while a PUT
+   changes the tiers and its re-tier job places every player again: the PUT's time, the job's,
+   and every post's latency and status meanwhile.
 6. History work on the same database, as ops run it: `python -m app import` of ATP
    singles (195k matches, the recipe of docs/import.md) with its replay, then `python -m app
    smooth` (TrueSkill Through Time, 10 iterations) of that mode. ATP singles are not shipped
@@ -50,6 +55,8 @@ from bench.serving import serving
 
 MODE = "bench-lb"
 WRITERS = 8
+# Seconds of posts measured before the tier change of --retier, the baseline of its latencies.
+BASELINE_S = 20.0
 DRIFT = 0.04
 TIERS = [
     {"name": n, "min": m} for n, m in (("bronze", -100.0), ("silver", 0.0), ("gold", 10.0), ("diamond", 20.0))
@@ -132,6 +139,88 @@ def under_writes(
     return samples, rate
 
 
+def job_done(http: httpx.Client, job_id: str) -> dict[str, object]:
+    while True:
+        job: dict[str, object] = http.get(f"/v1/jobs/{job_id}").json()
+        if job["status"] in ("done", "failed"):
+            return job
+        time.sleep(0.2)
+
+
+def posts_during_retier(base: str, headers: dict[str, str], players: int) -> None:
+    """Post 1v1 matches from WRITERS clients while a PUT of new tiers re-tiers the mode; print
+    the PUT's and the job's times and the posts' latencies (ms) and failures meanwhile."""
+    with httpx.Client(base_url=base, headers=headers, timeout=600) as http:
+        first = http.put(f"/v1/modes/{MODE}", json={"tiers": TIERS}).json()["retier_job"]
+        started = time.perf_counter()
+        job_done(http, first)
+        print(f"first re-tier (no posts): {time.perf_counter() - started:.1f} s")
+    stop = threading.Event()
+    during = threading.Event()
+    measuring = threading.Event()
+    # Per client: the posts' latencies (ms) before the change (the baseline) and during its job.
+    baseline: list[list[float]] = [[] for _ in range(WRITERS)]
+    latencies: list[list[float]] = [[] for _ in range(WRITERS)]
+    failures = [0] * WRITERS
+
+    def write(number: int) -> None:
+        own = random.Random(100 + number)
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
+            while not stop.is_set():
+                a, b = own.sample(range(1, players + 1), 2)
+                match = {
+                    "match_id": f"t{number}-{own.randrange(16**12):012x}",
+                    "mode": MODE,
+                    "teams": [
+                        {"players": [{"id": f"L{a}"}], "rank": 1},
+                        {"players": [{"id": f"L{b}"}], "rank": 2},
+                    ],
+                }
+                sent = time.perf_counter()
+                status = http.post("/v1/matches", json=match).status_code
+                took = (time.perf_counter() - sent) * 1000
+                if during.is_set():
+                    latencies[number].append(took)
+                    failures[number] += status >= 300
+                elif measuring.is_set():
+                    baseline[number].append(took)
+
+    threads = [threading.Thread(target=write, args=(n,), daemon=True) for n in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    time.sleep(2.0)  # the writers under way
+    measuring.set()
+    time.sleep(BASELINE_S)
+    moved = [{"name": t["name"], "min": float(t["min"]) + 2.5} for t in TIERS]
+    with httpx.Client(base_url=base, headers=headers, timeout=600) as http:
+        during.set()
+        sent = time.perf_counter()
+        answer = http.put(f"/v1/modes/{MODE}", json={"tiers": moved, "demotion_margin": 1.0})
+        put_ms = (time.perf_counter() - sent) * 1000
+        answer.raise_for_status()
+        job = job_done(http, answer.json()["retier_job"])
+        job_s = time.perf_counter() - sent
+        during.clear()
+    stop.set()
+    for thread in threads:
+        thread.join()
+    before = sorted(x for own in baseline for x in own)
+    samples = sorted(x for own in latencies for x in own)
+    print(f"| PUT new tiers | {put_ms:.0f} ms |")
+    if before:
+        print(
+            f"| posts before the change ({WRITERS} clients, {BASELINE_S:.0f} s): {len(before):,} | "
+            f"p50 {statistics.median(before):.1f} ms, p99 {before[int(len(before) * 0.99)]:.1f} ms |"
+        )
+    print(f"| its re-tier job ({job['status']}, {job['result']}) | {job_s:.1f} s |")
+    if samples:
+        p50, p99 = statistics.median(samples), samples[int(len(samples) * 0.99)]
+        print(
+            f"| posts meanwhile ({WRITERS} clients): {len(samples):,}, failed {sum(failures)} | "
+            f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {samples[-1]:.0f} ms |"
+        )
+
+
 def plain_count_ms(url: str, ids: list[str]) -> list[float]:
     """The rank as a count over the leaderboard index: what a rank costs without buckets."""
     out = []
@@ -206,6 +295,11 @@ def main() -> None:
         action="store_true",
         help="after seeding, only the reads under writes (issue 39)",
     )
+    parser.add_argument(
+        "--retier",
+        action="store_true",
+        help="after seeding, only posts' latency while a tier change re-tiers the mode (issue 39)",
+    )
     args = parser.parse_args()
     datasets = None
     if not args.no_history:
@@ -221,6 +315,10 @@ def main() -> None:
         with httpx.Client(base_url=served.base, headers=headers, timeout=30) as http:
             http.put(f"/v1/modes/{MODE}", json={}).raise_for_status()
             seconds = seed(url, args.players)
+            if args.retier:
+                print(f"{args.players:,} rated players, seeded in {seconds:.1f} s (1 worker)\n")
+                posts_during_retier(served.base, headers, args.players)
+                return
             loaded = []
             for label, settings in (
                 ("no drift", {}),
@@ -228,7 +326,11 @@ def main() -> None:
                 (f"drift_per_day {DRIFT} and {len(TIERS)} tiers", {"tiers": TIERS}),
             ):
                 if settings:
-                    http.put(f"/v1/modes/{MODE}", json=settings, timeout=600).raise_for_status()
+                    changed = http.put(f"/v1/modes/{MODE}", json=settings, timeout=600)
+                    changed.raise_for_status()
+                    if changed.json().get("retier_job"):
+                        # Tiers are placed by a job (issue 39): measured once it is done.
+                        job_done(http, changed.json()["retier_job"])
                     with psycopg.connect(url, autocommit=True) as conn:
                         conn.execute("VACUUM ANALYZE ratings")
                 samples, rate = under_writes(served.base, headers, args.players, args.reads, rng)

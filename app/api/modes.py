@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from app.api.deps import AdminKey, ReadKey, SessionDep
 from app.ids import Identifier
+from app.jobs import service as jobs
 from app.leaderboards import service as leaderboards
 from app.leaderboards.schemas import TierCounts
 from app.modes import service
@@ -44,8 +45,11 @@ async def put_mode(mode: Identifier, body: ModeUpdate, session: SessionDep, _: A
     answer says `replay_recommended` when the mode has matches. A new conservative_k or
     min_matches_for_leaderboard applies to the leaderboard at once, and so does a new
     drift_per_day (and it recommends a replay). New tiers, demotion_margin, display_scale or
-    display_offset (or k, or the placement matches) re-tier the mode in this request: every
-    ranked player placed afresh where their rating lies. 422 when quality_floor would exceed
-    quality_start, or for tiers out of order or with a repeated name."""
+    display_offset (or k, or the placement matches) queue a job that re-tiers the mode in
+    batches, named by `retier_job`: every ranked player placed afresh where their rating lies.
+    422 when quality_floor would exceed quality_start, or for tiers out of order or with a
+    repeated name."""
     change = await service.put_mode(session, mode, body)
-    return ModeChanged.of(change.mode, replay_recommended=change.replay_recommended)
+    # In this request's transaction: the job is queued if and only if the change commits.
+    job = await jobs.queue_retier(session, mode, change.tier_version)
+    return ModeChanged.of(change.mode, replay_recommended=change.replay_recommended, retier_job=job)

@@ -126,7 +126,8 @@ class Operations:
     @operation("PUT", "/v1/modes/{mode}", model(ModeChanged))
     def put_mode(self, /, name: str, **params: Any) -> Request[ModeChanged]:
         """Create a mode or change some of its parameters (admin); `replay_recommended` says
-        when stored ratings now differ from what the parameters would give."""
+        when stored ratings now differ from what the parameters would give, and `retier_job`
+        names the job re-tiering the mode after a change of its tier settings."""
         return Request({"mode": name}, json=params)
 
     # --- lobbies (matchmaking); pure computations, so repeatable ---

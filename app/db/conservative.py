@@ -35,3 +35,14 @@ def base_tier_sql(conservative: str) -> str:
     """The tier a rating lies in without history, from the `modes` row `m`: the SQL function
     ranked_tier of migration 0015 (app.rating.tiers.Tiers.base); NULL for a mode without tiers."""
     return f"ranked_tier(m.tiers, m.display_scale, m.display_offset, {conservative})"
+
+
+def current_tier_sql(r: str = "r") -> str:
+    """The tier of ratings row `r` by the current settings of the `modes` row `m`: as stored when
+    it was placed by them (ratings.tier_version, migration 0016), else where the re-tier job
+    will place it (app.leaderboards.retier): afresh from the rating, if ranked."""
+    return (
+        f"(CASE WHEN {r}.tier_version = m.tier_version THEN {r}.tier "
+        f"WHEN {r}.matches >= m.min_matches_for_leaderboard "
+        f"THEN {base_tier_sql(conservative_sql(f'{r}.mu', f'{r}.sigma'))} END)"
+    )

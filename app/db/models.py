@@ -58,6 +58,9 @@ class Mode(Base):
     demotion_margin: Mapped[float] = mapped_column(Double, server_default=text("0.0"))
     display_scale: Mapped[float] = mapped_column(Double, server_default=text("1.0"))
     display_offset: Mapped[float] = mapped_column(Double, server_default=text("0.0"))
+    # Moved on by each change of the tier settings; ratings.tier_version says which placed a
+    # row's tier (migration 0016, app.leaderboards.retier).
+    tier_version: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     # Width of the leaderboard's count buckets in `conservative`; fixed at creation (sigma/64).
     leaderboard_bucket_width: Mapped[float] = mapped_column(Double, server_default=text("0.13"))
     settings: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))

@@ -497,9 +497,11 @@ async def rewrite(session: AsyncSession, table: str, fresh: bool, mode: str) -> 
     return None
 
 
-async def finish(session: AsyncSession, mode: str, fresh: Sequence[Fresh]) -> None:
-    """Swap the fresh tables in (if any), write the final ratings and recount the mode's
-    leaderboard; the caller holds the mode's exclusive lock (and for fresh tables, theirs)."""
+async def finish(session: AsyncSession, mode: str, fresh: Sequence[Fresh], tier_version: int) -> None:
+    """Swap the fresh tables in (if any), write the final ratings, tiered by the settings of
+    `tier_version`, and recount the mode's leaderboard; the caller holds the mode's exclusive
+    lock (and for fresh tables, theirs). Tiers of settings changed since the replay read them
+    are placed again by the current ones (app.leaderboards.retier)."""
     conn = await driver(session)
     await leaderboards.bulk(session, True)
     if fresh:
@@ -507,20 +509,20 @@ async def finish(session: AsyncSession, mode: str, fresh: Sequence[Fresh]) -> No
     await conn.execute(
         f"""
         INSERT INTO ratings AS r (player_id, mode, mu, sigma, conservative, matches, wins, losses, draws,
-                                  last_played_at, tier)
+                                  last_played_at, tier, tier_version)
         SELECT s.player_id, m.name, s.mu, s.sigma,
                {conservative_sql("s.mu", "s.sigma", last="s.last_played_at")}, s.matches, s.wins,
-               s.losses, s.draws, s.last_played_at, s.tier
+               s.losses, s.draws, s.last_played_at, s.tier, %(version)s
         FROM replay_ratings s, modes m WHERE m.name = %(mode)s
         ON CONFLICT (player_id, mode) DO UPDATE
         SET mu = excluded.mu, sigma = excluded.sigma, conservative = excluded.conservative,
             matches = excluded.matches, wins = excluded.wins, losses = excluded.losses,
             draws = excluded.draws, last_played_at = excluded.last_played_at, tier = excluded.tier,
-            updated_at = now()
+            tier_version = excluded.tier_version, updated_at = now()
         """,
-        {"mode": mode},
+        {"mode": mode, "version": tier_version},
     )
-    await leaderboards.recount(session, mode)
+    await leaderboards.recount(session, mode, retier=True)
 
 
 async def replace_curves(

@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-JobKind = Literal["replay", "smooth", "season"]
+# A retier job is queued by a PUT of the mode that changes its tier settings, never posted.
+JobKind = Literal["replay", "smooth", "season", "retier"]
 JobStatus = Literal["queued", "running", "done", "failed"]
 
 

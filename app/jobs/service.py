@@ -20,6 +20,7 @@ from app.errors import Conflict, NotFound
 from app.ids import EVERY_MODE, ModeScope, is_pseudonym
 from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
+from app.leaderboards import retier
 from app.modes import service as modes
 from app.progress import Progress
 from app.seasons import service as seasons
@@ -38,6 +39,16 @@ async def submit(session: AsyncSession, mode: str, job: JobIn) -> JobAccepted:
     job_id = str(uuid.uuid4())
     await repository.create(session, job_id, mode, job.kind, job.model_dump(exclude={"kind"}))
     return JobAccepted(job_id=job_id)
+
+
+async def queue_retier(session: AsyncSession, mode: str, tier_version: int | None) -> str | None:
+    """Queue the job re-tiering the mode after a change of its tier settings moved them to
+    `tier_version` (app.leaderboards.retier); None, and no job, when they did not change."""
+    if tier_version is None:
+        return None
+    job_id = str(uuid.uuid4())
+    await repository.create(session, job_id, mode, retier.JOB_KIND, {"tier_version": tier_version})
+    return job_id
 
 
 async def submit_season(session: AsyncSession, mode: str, body: SeasonIn) -> JobAccepted:
@@ -202,7 +213,7 @@ async def _replay(
                 await progress.reached()
                 with step("swap", "swapping"):
                     fresh_tables = [t for t in (matches, participants) if t is not None]
-                    await repository.finish(session, mode, fresh_tables)
+                    await repository.finish(session, mode, fresh_tables, rules.tier_version)
                 after_commit(
                     session, lambda: metrics.RATINGS_WRITTEN.labels(mode, "replay").inc(len(ratings))
                 )
@@ -367,6 +378,8 @@ async def _run_kind(
             result = await run_replay(sessions, mode, progress)
         elif kind == seasons.JOB_KIND:
             result = await seasons.run_switch(sessions, mode, params, progress)
+        elif kind == retier.JOB_KIND:
+            result = await retier.run_retier(sessions, mode, params, progress)
         else:
             result = await run_smooth(sessions, mode, job_id, params, progress)
     except asyncio.CancelledError:

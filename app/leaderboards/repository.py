@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.conservative import base_tier_sql, conservative_sql
+from app.db.conservative import base_tier_sql, conservative_sql, current_tier_sql
 from app.db.locks import COMPACT_LOCK_CLASS
 
 _MIN_MATCHES = text("SELECT min_matches_for_leaderboard, tiers FROM modes WHERE name = :mode")
@@ -23,16 +23,20 @@ _MIN_MATCHES = text("SELECT min_matches_for_leaderboard, tiers FROM modes WHERE 
 # Pages. A page of a mode with tiers reads each row's tier (its index into the mode's tiers,
 # named by the service); one without reads NULL, so its page is an index-only scan of
 # ix_ratings_leaderboard (the tier is not in that index). One tier's page reads ix_ratings_tier.
+#
+# A row a re-tier job has not reached yet (migration 0016) shows the tier the current settings
+# place it in, and is left off the tier pages until placed, as the tier counts leave it off.
 def _page_sql(tiered: bool, one_tier: bool, following: bool) -> TextClause:
-    tier = "r.tier" if tiered else "CAST(NULL AS smallint)"
-    where = "r.tier = :tier" if one_tier else "r.matches >= :min_matches"
+    tier = current_tier_sql() if tiered else "CAST(NULL AS smallint)"
+    where = "r.tier = :tier AND r.tier_version = m.tier_version" if one_tier else "r.matches >= :min_matches"
     after = (
         "AND r.conservative <= :after_c AND (r.conservative < :after_c OR r.player_id > :after_id)"
         if following
         else ""
     )
     return text(f"""
-        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {tier} FROM ratings r
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {tier}
+        FROM ratings r {"JOIN modes m ON m.name = r.mode" if tiered or one_tier else ""}
         WHERE r.mode = :mode AND {where} {after}
         ORDER BY r.conservative DESC, r.player_id
         LIMIT :limit
@@ -46,26 +50,29 @@ _PAGES = {
     for following in (False, True)
 }
 
-# Each tier's count: the sum of its deltas (migration 0015).
+# Each tier's count: the sum of its deltas of the current tier settings (migration 0016);
+# the deltas of older versions (tier NULL here) sum to the players a re-tier has yet to reach.
 _TIER_COUNTS = text("""
-    SELECT tier, coalesce(sum(delta), 0) FROM tier_deltas WHERE mode = :mode GROUP BY tier
+    SELECT CASE WHEN d.version = m.tier_version THEN d.tier END, coalesce(sum(d.delta), 0)
+    FROM tier_deltas d JOIN modes m ON m.name = d.mode
+    WHERE d.mode = :mode GROUP BY 1
 """)
 
 # The player's row, their rank (1 + eligible players ahead: the buckets ahead from the
 # counts, the rest of their own bucket from the index), the total, and `around`
 # neighbours on each side, all from one snapshot.
-_STANDING = text("""
+_STANDING = text(f"""
     WITH mo AS (
         SELECT min_matches_for_leaderboard AS min_matches, leaderboard_bucket_width AS w, tiers
         FROM modes WHERE name = :mode
     ), me AS (
-        SELECT r.player_id, r.mu, r.sigma, r.conservative AS c, r.matches, r.tier,
+        SELECT r.player_id, r.mu, r.sigma, r.conservative AS c, r.matches, {current_tier_sql()} AS tier,
                leaderboard_bucket(r.conservative, mo.w) AS b,
                -- Above every value of the bucket, by a margin far wider than rounding.
                CASE WHEN abs(leaderboard_bucket(r.conservative, mo.w)) < 1e9
                     THEN (leaderboard_bucket(r.conservative, mo.w) + 1.001) * mo.w
                     ELSE 'infinity'::float8 END AS top
-        FROM ratings r, mo
+        FROM ratings r JOIN modes m ON m.name = r.mode, mo
         WHERE r.mode = :mode AND r.player_id = :player_id
     ), ahead AS (
         SELECT (SELECT coalesce(sum(d.delta), 0) FROM leaderboard_deltas d
@@ -84,7 +91,8 @@ _STANDING = text("""
     UNION ALL
     SELECT -1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0, mo.tiers -> n.tier ->> 'name'
     FROM me, mo, LATERAL (
-        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier FROM ratings r
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {current_tier_sql()} AS tier
+        FROM ratings r JOIN modes m ON m.name = r.mode
         WHERE r.mode = :mode AND r.conservative >= me.c AND r.matches >= mo.min_matches
           AND (r.conservative > me.c OR r.player_id < me.player_id)
         ORDER BY r.conservative, r.player_id DESC
@@ -93,7 +101,8 @@ _STANDING = text("""
     UNION ALL
     SELECT 1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0, mo.tiers -> n.tier ->> 'name'
     FROM me, mo, LATERAL (
-        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier FROM ratings r
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {current_tier_sql()} AS tier
+        FROM ratings r JOIN modes m ON m.name = r.mode
         WHERE r.mode = :mode AND r.conservative <= me.c AND r.matches >= mo.min_matches
           AND (r.conservative < me.c OR r.player_id > me.player_id)
         ORDER BY r.conservative DESC, r.player_id
@@ -134,10 +143,11 @@ async def rules(session: AsyncSession, mode: str) -> tuple[int, list[dict[str, A
     return None if row is None else (int(row[0]), list(row[1] or []))
 
 
-async def tier_counts(session: AsyncSession, mode: str) -> dict[int, int]:
-    """How many players each tier holds (by index; tiers with none may be absent)."""
+async def tier_counts(session: AsyncSession, mode: str) -> dict[int | None, int]:
+    """How many players each tier of the current settings holds (by index; tiers with none may
+    be absent), and under None those still tiered by older settings."""
     rows = (await session.execute(_TIER_COUNTS, {"mode": mode})).all()
-    return {int(tier): int(count) for tier, count in rows}
+    return {None if tier is None else int(tier): int(count) for tier, count in rows}
 
 
 _SIZE = text("SELECT coalesce(sum(delta), 0) FROM leaderboard_deltas WHERE mode = :mode")
@@ -225,18 +235,83 @@ _RECOUNT = text("""
 """)
 
 
-# Tiers placed again from scratch (no hysteresis history): each ranked player in the tier
-# their rating after their last match lies in (app.rating.tiers.Tiers.base); the others none.
-_RETIER = text(f"""
-    UPDATE ratings r SET tier = CASE WHEN r.matches >= m.min_matches_for_leaderboard
-                                     THEN {base_tier_sql(conservative_sql("r.mu", "r.sigma"))} END
-    FROM modes m WHERE m.name = :mode AND r.mode = :mode
+# Tiers placed again from scratch (no hysteresis history), by the mode's current settings:
+# each ranked player in the tier their rating after their last match lies in
+# (app.rating.tiers.Tiers.base); the others none. The version says which settings placed it.
+RETIERED = f"""tier = CASE WHEN r.matches >= m.min_matches_for_leaderboard
+                             THEN {base_tier_sql(conservative_sql("r.mu", "r.sigma"))} END,
+               tier_version = m.tier_version"""
+# Every row of the mode behind its tier settings, in one statement: for writers that hold the
+# mode's exclusive lock already (a replay that rated with settings changed since it read them).
+_RETIER_BEHIND = text(f"""
+    UPDATE ratings r SET {RETIERED}
+    FROM modes m WHERE m.name = :mode AND r.mode = :mode AND r.tier_version <> m.tier_version
 """)
 _RECOUNT_TIERS = text("""
     WITH gone AS (DELETE FROM tier_deltas WHERE mode = :mode)
-    INSERT INTO tier_deltas (mode, tier, delta)
-    SELECT mode, tier, count(*) FROM ratings WHERE mode = :mode AND tier IS NOT NULL GROUP BY 1, 2
+    INSERT INTO tier_deltas (mode, tier, version, delta)
+    SELECT mode, tier, tier_version, count(*) FROM ratings WHERE mode = :mode AND tier IS NOT NULL
+    GROUP BY 1, 2, 3
 """)
+
+
+# -- a re-tier in batches (app.leaderboards.retier) -----------------------------------------
+
+_TIER_VERSION = text("SELECT tier_version FROM modes WHERE name = :mode")
+# The rows behind the mode's tier settings, as ranges of ids [first, last) of about `size`
+# each (the first open below, the last above).
+_BEHIND_BOUNDS = text("""
+    SELECT player_id FROM (
+        SELECT r.player_id, row_number() OVER (ORDER BY r.player_id) AS n
+        FROM ratings r JOIN modes m ON m.name = r.mode
+        WHERE r.mode = :mode AND r.tier_version <> m.tier_version
+    ) AS behind WHERE n % :size = 1 ORDER BY player_id
+""")
+# In the order match posts lock ratings (app.matches.repository: mode, player id), so a batch
+# and a post that share players never deadlock; only the rows still behind.
+_LOCK_BEHIND = text("""
+    SELECT r.player_id FROM ratings r JOIN modes m ON m.name = r.mode
+    WHERE r.mode = :mode AND r.tier_version <> m.tier_version
+      AND (CAST(:first AS varchar) IS NULL OR r.player_id >= :first)
+      AND (CAST(:last AS varchar) IS NULL OR r.player_id < :last)
+    ORDER BY r.mode, r.player_id
+    FOR UPDATE OF r
+""")
+# A row a match re-tiered meanwhile is at the mode's version already and is left alone. Per
+# row, a pure function of its rating and the settings: the tier triggers count each move.
+_RETIER_LOCKED = text(f"""
+    UPDATE ratings r SET {RETIERED}
+    FROM modes m WHERE m.name = :mode AND r.mode = :mode AND r.player_id = ANY(CAST(:players AS varchar[]))
+      AND r.tier_version <> m.tier_version
+""")
+
+
+async def tier_version(session: AsyncSession, mode: str) -> int | None:
+    """The mode's tier settings' version; None for an unknown mode."""
+    return (await session.execute(_TIER_VERSION, {"mode": mode})).scalar_one_or_none()
+
+
+async def behind_ranges(session: AsyncSession, mode: str, size: int) -> list[tuple[str | None, str | None]]:
+    """The rows behind the mode's tier settings as ranges of about `size` ids ([] for none)."""
+    bounds: list[str | None] = [
+        row[0] for row in (await session.execute(_BEHIND_BOUNDS, {"mode": mode, "size": size}))
+    ]
+    if not bounds:
+        return []
+    bounds[:1] = [None]
+    return list(zip(bounds, [*bounds[1:], None], strict=True))
+
+
+async def retier_range(session: AsyncSession, mode: str, first: str | None, last: str | None) -> int:
+    """Re-tier the rows behind the mode's tier settings with ids in [first, last): lock them in
+    the posts' order, then place each afresh. The number re-tiered."""
+    locked = [
+        row[0] for row in await session.execute(_LOCK_BEHIND, {"mode": mode, "first": first, "last": last})
+    ]
+    if not locked:
+        return 0
+    result = await session.execute(_RETIER_LOCKED, {"mode": mode, "players": locked})
+    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 async def bulk(session: AsyncSession, on: bool) -> None:
@@ -246,14 +321,16 @@ async def bulk(session: AsyncSession, on: bool) -> None:
 
 async def recount(session: AsyncSession, mode: str, rescore: bool = False, retier: bool = False) -> None:
     """Rebuild the mode's counts (leaderboard and tiers) from its ratings, `conservative` from
-    its k and drift when asked (`rescore`), and its tiers from scratch when asked (`retier`).
+    its k and drift when asked (`rescore`), and the tiers of rows behind the mode's tier
+    settings from scratch when asked (`retier`: one statement; app.leaderboards.retier does it
+    in batches without the exclusive lock).
 
     The caller holds app.db.locks.lock_mode, so no writer counts concurrently."""
     await bulk(session, True)
     if rescore:
         await session.execute(_RESCORE, {"mode": mode})
     if retier:
-        await session.execute(_RETIER, {"mode": mode})
+        await session.execute(_RETIER_BEHIND, {"mode": mode})
     await session.execute(_RECOUNT, {"mode": mode})
     await session.execute(_RECOUNT_TIERS, {"mode": mode})
     await bulk(session, False)
@@ -274,9 +351,9 @@ _COMPACT = text("""
 
 
 _COMPACT_TIERS = text("""
-    WITH gone AS (DELETE FROM tier_deltas WHERE mode = :mode RETURNING tier, delta)
-    INSERT INTO tier_deltas (mode, tier, delta)
-    SELECT :mode, tier, sum(delta) FROM gone GROUP BY tier HAVING sum(delta) <> 0
+    WITH gone AS (DELETE FROM tier_deltas WHERE mode = :mode RETURNING tier, version, delta)
+    INSERT INTO tier_deltas (mode, tier, version, delta)
+    SELECT :mode, tier, version, sum(delta) FROM gone GROUP BY tier, version HAVING sum(delta) <> 0
 """)
 
 

@@ -36,8 +36,14 @@ class Standing(BaseModel):
 class TierCount(BaseModel):
     name: str
     min: float
-    players: int = Field(description="ranked players in this tier, exact after every write")
+    players: int = Field(
+        description="ranked players placed in this tier by the current tier settings, exact after every write"
+    )
 
 
 class TierCounts(BaseModel):
     tiers: list[TierCount] = Field(description="the mode's tiers, lowest first; [] without tiers")
+    retiering: int = Field(
+        description="players still in a tier of the settings before the last change, which its re-tier "
+        "job (or their next match) has yet to move; 0 once it is done",
+    )

@@ -77,9 +77,12 @@ async def leaderboard(
 async def tier_counts(session: AsyncSession, mode: str) -> TierCounts:
     """How many ranked players each of the mode's tiers holds, from the counts the writes keep."""
     _, tiers = await _rules(session, mode)
-    counts = await repository.tier_counts(session, mode) if tiers else {}
+    counts = await repository.tier_counts(session, mode)
     return TierCounts(
-        tiers=[TierCount(name=t["name"], min=t["min"], players=counts.get(i, 0)) for i, t in enumerate(tiers)]
+        tiers=[
+            TierCount(name=t["name"], min=t["min"], players=counts.get(i, 0)) for i, t in enumerate(tiers)
+        ],
+        retiering=counts.get(None, 0),
     )
 
 

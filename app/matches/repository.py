@@ -33,7 +33,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.bulk import ColumnParam, column_param
-from app.db.conservative import base_tier_sql, conservative_sql
+from app.db.conservative import base_tier_sql, conservative_sql, current_tier_sql
 from app.db.locks import shared_lock
 
 # The tables the write will insert into, locked as the insert would, first: a replay into
@@ -88,8 +88,8 @@ _CLAIM = f"""
         SELECT DISTINCT player_id FROM wanted ORDER BY player_id
         ON CONFLICT DO NOTHING
     ), new_ratings AS (
-        INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
-        SELECT w.player_id, w.mode, w.mu, w.sigma, {conservative_sql("w.mu", "w.sigma")}
+        INSERT INTO ratings (player_id, mode, mu, sigma, conservative, tier_version)
+        SELECT w.player_id, w.mode, w.mu, w.sigma, {conservative_sql("w.mu", "w.sigma")}, m.tier_version
         FROM wanted w JOIN modes m ON m.name = w.mode
         ORDER BY w.mode, w.player_id
         ON CONFLICT DO NOTHING
@@ -100,10 +100,14 @@ _CLAIM = f"""
 # One fixed lock order (mode, player id) for every transaction: no deadlocks (docs/design.md). A
 # statement of its own, after the claim: in one statement the order of the two would not be
 # fixed. Rows of matches that turn out to be retries are locked for nothing until commit.
-_LOCK = """
-    SELECT r.mode, r.player_id, r.mu, r.sigma, r.matches, r.tier,
+#
+# A row whose tier is behind the mode's tier settings (changed, its re-tier job not there yet:
+# app.leaderboards.retier) reads as the tier the job would give it, so the match steps from
+# where the new settings place the player.
+_LOCK = f"""
+    SELECT r.mode, r.player_id, r.mu, r.sigma, r.matches, {current_tier_sql()},
            CAST(extract(epoch FROM r.last_played_at) * 1000000 AS int8)
-    FROM ratings r
+    FROM ratings r JOIN modes m ON m.name = r.mode
     WHERE (r.mode, r.player_id) IN (
         SELECT * FROM unnest(CAST(%(modes)s AS varchar[]), CAST(%(players)s AS varchar[])))
     ORDER BY r.mode, r.player_id
@@ -145,7 +149,7 @@ _UPDATE_RATINGS = f"""
     SET mu = v.mu, sigma = v.sigma, conservative = {conservative_sql("v.mu", "v.sigma", last=_LAST)},
         matches = r.matches + v.matches, wins = r.wins + v.win, losses = r.losses + v.loss,
         draws = r.draws + v.draw,
-        last_played_at = {_LAST}, tier = {_TIER},
+        last_played_at = {_LAST}, tier = {_TIER}, tier_version = m.tier_version,
         updated_at = now()
     FROM v, modes AS m
     WHERE r.mode = v.mode AND r.player_id = v.player_id AND m.name = v.mode

@@ -35,6 +35,16 @@ async def upsert(session: AsyncSession, name: str, values: dict[str, Any]) -> Mo
     return mode
 
 
+_NEXT_TIER_VERSION = text(
+    "UPDATE modes SET tier_version = tier_version + 1 WHERE name = :mode RETURNING tier_version"
+)
+
+
+async def next_tier_version(session: AsyncSession, name: str) -> int:
+    """Move the mode's tier settings' version on (migration 0016); the new version."""
+    return int((await session.execute(_NEXT_TIER_VERSION, {"mode": name})).scalar_one())
+
+
 async def has_matches(session: AsyncSession, name: str) -> bool:
     """Whether any match (rated, imported or void) was recorded in the mode."""
     return bool(await session.scalar(_HAS_MATCHES, {"mode": name}))

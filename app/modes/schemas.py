@@ -291,6 +291,13 @@ class ModeChanged(ModeOut):
         'parameters until a replay job (POST /v1/modes/{mode}/jobs {"kind": "replay"}) '
         "re-rates the history"
     )
+    retier_job: str | None = Field(
+        description="the job (GET /v1/jobs/{job_id}) re-tiering the mode's players when this change "
+        "altered what places the tiers (tiers, demotion_margin, display_scale, display_offset, "
+        "conservative_k, placement_matches); null otherwise. Until it is done, a player it has not "
+        "reached is placed by the new settings at their next match, and GET /v1/modes/{mode}/tiers "
+        "counts them under `retiering`",
+    )
 
 
 class ModeList(BaseModel):

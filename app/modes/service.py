@@ -54,6 +54,8 @@ class ModeRules:
     # The modes row's updated_at (microseconds since 1970) these rules were read from.
     stamp: int = 0
     accept_timeout: float | None = None  # the ready check's seconds; None: no ready check
+    # The version of the tier settings `tiers` holds (migration 0016).
+    tier_version: int = 0
 
     @property
     def teams(self) -> int:
@@ -88,10 +90,13 @@ RATING_PARAMETERS = (
 
 @dataclass(frozen=True, slots=True)
 class ModeChange:
-    """A mode as written, and whether its stored ratings now call for a replay job."""
+    """A mode as written, whether its stored ratings now call for a replay job, and the version
+    of its tier settings when this change moved it on (None: they did not change), for a job
+    to re-tier its players (app.jobs.service.queue_retier)."""
 
     mode: Mode
     replay_recommended: bool
+    tier_version: int | None = None
 
 
 def environment(
@@ -144,6 +149,7 @@ def rules_of(mode: Mode) -> ModeRules:
         tiers_of(mode.tiers, mode.demotion_margin, mode.display_scale, mode.display_offset),
         (mode.updated_at - EPOCH) // dt.timedelta(microseconds=1),
         (mode.settings or {}).get("accept_timeout_s"),
+        mode.tier_version,
     )
 
 
@@ -297,7 +303,7 @@ def _check_ranking(values: dict[str, Any]) -> None:
         seen.add(tier["name"])
 
 
-# What the tiers are placed by: a change re-tiers the mode (app.leaderboards.repository.recount).
+# What the tiers are placed by: a change re-tiers the mode (a job: app.leaderboards.retier).
 TIER_SETTINGS = (
     "tiers",
     "demotion_margin",
@@ -367,7 +373,9 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
         values["drift_as_of"] = func.now()
     rescore = changes("conservative_k") or redrift
     retier = any(changes(key) for key in TIER_SETTINGS)
-    recount = rescore or retier
+    # The leaderboard's order or membership changed: rewritten and recounted here. A change of
+    # the tiers alone rewrites no row here: the re-tier job does, in batches.
+    recount = rescore or changes("min_matches_for_leaderboard")
     if recount:
         # Waits for the mode's in-flight rating writes; new ones wait for this commit. The
         # rewrite is one statement over the mode's rows: on a big mode it runs past the request
@@ -375,9 +383,12 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
         await unbounded(session)
         await lock_mode(session, name)
     mode = await repository.upsert(session, name, values)
+    # Every stored tier is now behind the mode's settings until the re-tier job (or a match)
+    # places it again; the counts show only the players placed by the current ones.
+    version = await repository.next_tier_version(session, name) if retier else None
     if recount:
-        await leaderboards.recount(session, name, rescore=rescore, retier=retier)
+        await leaderboards.recount(session, name, rescore=rescore)
     _cache.pop(name, None)
     # Stored ratings were computed with the old parameters; only a replay recomputes them.
     changed = before is not None and before != _rating_parameters(mode)
-    return ModeChange(mode, changed and await repository.has_matches(session, name))
+    return ModeChange(mode, changed and await repository.has_matches(session, name), version)

@@ -7,13 +7,14 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.conservative import conservative_sql, drifted_sigma_sql
+from app.db.conservative import conservative_sql, current_tier_sql, drifted_sigma_sql
 from app.db.locks import SHARED_LOCK_SQL
 
-_RATINGS = text("""
+# The tier as the current tier settings place it (a re-tier job may not have reached the row).
+_RATINGS = text(f"""
     SELECT r.mode, r.mu, r.sigma, m.conservative_k, r.matches, r.wins, r.losses, r.draws, r.last_played_at,
-           r.tier, m.tiers, m.drift_per_day, m.min_matches_for_leaderboard, m.display_scale,
-           m.display_offset, now() AS read_at
+           {current_tier_sql()} AS tier, m.tiers, m.drift_per_day, m.min_matches_for_leaderboard,
+           m.display_scale, m.display_offset, now() AS read_at
     FROM ratings r JOIN modes m ON m.name = r.mode
     WHERE r.player_id = :player_id
     ORDER BY r.mode
@@ -50,9 +51,9 @@ _SET = text(f"""
         FROM modes m WHERE m.name = CAST(:mode AS varchar)
         ON CONFLICT (player_id, mode) DO UPDATE SET mu = excluded.mu, sigma = excluded.sigma, set_at = now()
     )
-    INSERT INTO ratings (player_id, mode, mu, sigma, conservative)
+    INSERT INTO ratings (player_id, mode, mu, sigma, conservative, tier_version)
     SELECT CAST(:player_id AS varchar), m.name, CAST(:mu AS float8), CAST(:sigma AS float8),
-           {conservative_sql("CAST(:mu AS float8)", "CAST(:sigma AS float8)")}
+           {conservative_sql("CAST(:mu AS float8)", "CAST(:sigma AS float8)")}, m.tier_version
     FROM modes m, guard WHERE m.name = CAST(:mode AS varchar)
     ON CONFLICT (player_id, mode) DO UPDATE
     SET mu = excluded.mu, sigma = excluded.sigma, conservative = excluded.conservative, updated_at = now()

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from app.client import ApiError, AsyncClient
+from app.leaderboards.schemas import TierCounts
 from tests.jobs.test_jobs import run_job
 
 Headers = dict[str, str]
@@ -84,7 +85,8 @@ def random_matches(mode: str, rng: random.Random, players: list[str], count: int
 
 
 async def tiered_mode(api: AsyncClient, mode: str, placements: int = 0) -> Reference:
-    await api.put_mode(
+    """The mode with TIERS, once its re-tier job is done (the mode has no players yet)."""
+    changed = await api.put_mode(
         mode,
         tiers=TIERS,
         demotion_margin=MARGIN,
@@ -92,7 +94,19 @@ async def tiered_mode(api: AsyncClient, mode: str, placements: int = 0) -> Refer
         display_offset=OFFSET,
         placement_matches=placements,
     )
+    await finished(api, changed.retier_job)
     return Reference(TIERS, MARGIN, SCALE, OFFSET)
+
+
+async def finished(api: AsyncClient, job_id: str | None) -> Any:
+    """The job once it is done or failed."""
+    assert job_id is not None
+    for _ in range(600):
+        job = await api.get_job(job_id)
+        if job.status in ("done", "failed"):
+            return job
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not finish")
 
 
 async def player_tier(api: AsyncClient, player: str, mode: str) -> Any:
@@ -209,7 +223,13 @@ async def test_changing_the_tiers_retiers_the_mode(api: AsyncClient, mode: str) 
     for body in random_matches(mode, rng, players, 40):
         await api.post_match(body)
     fewer = [{"name": "low", "min": 0.0}, {"name": "high", "min": 1300.0}]
-    await api.put_mode(mode, tiers=fewer, demotion_margin=500.0)
+    changed = await api.put_mode(mode, tiers=fewer, demotion_margin=500.0)
+    assert changed.retier_job is not None
+    # Exact whenever read: each player counted in a tier of the new settings, or still behind.
+    read = await api.get_tier_counts(mode)
+    assert sum(t.players for t in read.tiers) + read.retiering == len(players)
+    job = await finished(api, changed.retier_job)
+    assert (job.status, job.result["players"]) == ("done", len(players)), job
     reference = Reference(fewer, 500.0, SCALE, OFFSET)
     expected: dict[str, str] = {}
     for player in players:
@@ -218,10 +238,12 @@ async def test_changing_the_tiers_retiers_the_mode(api: AsyncClient, mode: str) 
         stored = read.rating.mu - 3 * read.rating.sigma
         expected[player] = reference.names[reference.lies_in(reference.shown(stored))]
         assert read.tier == expected[player]
-    counts = {t.name: t.players for t in (await api.get_tier_counts(mode)).tiers}
+    read = await api.get_tier_counts(mode)
+    counts = {t.name: t.players for t in read.tiers}
     assert counts == {name: sum(1 for v in expected.values() if v == name) for name in ("low", "high")}
-    await api.put_mode(mode, tiers=[])
-    assert (await api.get_tier_counts(mode)).tiers == []
+    assert read.retiering == 0
+    await finished(api, (await api.put_mode(mode, tiers=[])).retier_job)
+    assert await api.get_tier_counts(mode) == TierCounts(tiers=[], retiering=0)
     assert (await player_tier(api, players[0], mode)).tier is None
 
 
