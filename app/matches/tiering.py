@@ -59,6 +59,11 @@ def walk(
         for e in range(start[i], start[i + 1]):
             p = player[e]
             now = tier[p]
+            if scale is not None and now is not None and now >= len(scale.mins):
+                # A tier of settings newer than these rules (cached in this process for up to
+                # app.modes.service.CACHE_SECONDS after another one changed the tiers): no
+                # tier of theirs. The write stores the current settings' (repository._TIER).
+                now = tier[p] = None
             before[e] = now
             if done:
                 count = matches[p] = matches[p] + 1
