@@ -49,8 +49,8 @@ class Rated:
     # Placements and tiers (app.matches.tiering): per entry, and each player's tier after.
     walked: Walked | None = None
     tier: list[int | None] | None = None
-    # Per mode, the updated_at of the settings it was tiered by (app.modes.service.ModeRules).
-    stamps: dict[str, int] = field(default_factory=dict)
+    # Per mode, the version of the tier settings it was tiered by (app.modes.service.ModeRules).
+    tier_versions: dict[str, int] = field(default_factory=dict)
 
     @property
     def refused(self) -> dict[int, str]:
@@ -103,7 +103,7 @@ def rate(
         result = levels.rate_levels(rules[0].env, flat, mu, sigma, drift=one)
     else:
         result = _rate_modes(rules, flat, by_mode, mu, sigma, drift)
-    rated = Rated(flat, keys, mu, sigma, result, stamps={r.name: r.stamp for r in rules})
+    rated = Rated(flat, keys, mu, sigma, result, tier_versions={r.name: r.tier_version for r in rules})
     if any(r.tiers is not None or r.placement_matches > 0 for r in rules):
         tier = [None if s is None else s.tier for s in standings]
         rated.walked = walk(
@@ -197,7 +197,7 @@ def write(
     latest = np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(latest, flat.player, np.repeat(played_us, sizes))
     players = np.flatnonzero(touched).tolist()
-    stamps = rated.stamps
+    versions = rated.tier_versions
     participants = [p for m in matches for team in m.teams for p in team.players]
     modes = [m.mode for m in matches]
 
@@ -220,7 +220,7 @@ def write(
                 if rated.tier is None
                 else tier_column([rated.tier[p] for p in players])
             ),
-            stamp=np.array([stamps[keys[p][0]] for p in players], dtype=np.int64),
+            tier_version=np.array([versions[keys[p][0]] for p in players], dtype=np.int64),
         ),
         ParticipantColumns(
             match_pk=np.repeat(np.array(pks, dtype=np.int64), sizes),

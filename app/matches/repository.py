@@ -137,11 +137,13 @@ _STORED = text(
 # tier). `conservative` is drifted from the last played instant to the mode's drift_as_of
 # (app.db.conservative): a match posted late drifts from its played_at.
 _LAST = "GREATEST(r.last_played_at, v.played_at)"
-# The tier the rating step computed, when it read the mode's settings as they are now (`stamp`:
-# the modes row's updated_at its cached rules came from). Rules cached before a change of the
-# tiers (up to app.modes.service.CACHE_SECONDS in another process) would store a tier of the
-# old list: that write places the player afresh from the new settings instead.
-_TIER = f"""CASE WHEN v.stamp = CAST(extract(epoch FROM m.updated_at) * 1000000 AS int8) THEN v.tier
+# The tier the rating step computed, when it read the mode's tier settings as they are now
+# (`v.tier_version`: the version of the tier settings its cached rules held, migration 0016).
+# Rules cached before a change of the tiers (up to app.modes.service.CACHE_SECONDS in another
+# process) would store a tier of the old list: that write places the player afresh from the new
+# settings instead. Only a change of the tier settings moves the version: any other PUT of the
+# mode leaves the walked tier, and its demotion margin, in place.
+_TIER = f"""CASE WHEN v.tier_version = m.tier_version THEN v.tier
              WHEN r.matches + v.matches >= m.min_matches_for_leaderboard
              THEN {base_tier_sql(conservative_sql("v.mu", "v.sigma"))} END"""
 _UPDATE_RATINGS = f"""
@@ -175,13 +177,13 @@ _APPLY = f"""
     WITH v AS (
         SELECT v.mode, v.player_id, v.mu, v.sigma, v.matches, v.win, v.loss, v.draw,
                TIMESTAMPTZ 'epoch' + v.played_us * INTERVAL '1 microsecond' AS played_at,
-               CAST(NULLIF(v.tier, -1) AS smallint) AS tier, v.stamp
+               CAST(NULLIF(v.tier, -1) AS smallint) AS tier, v.tier_version
         FROM unnest(
             CAST(%(r_mode)s AS varchar[]), CAST(%(r_player_id)s AS varchar[]), CAST(%(r_mu)s AS float8[]),
             CAST(%(r_sigma)s AS float8[]), CAST(%(r_matches)s AS int[]), CAST(%(r_win)s AS int[]),
             CAST(%(r_loss)s AS int[]), CAST(%(r_draw)s AS int[]), CAST(%(r_played_us)s AS int8[]),
-            CAST(%(r_tier)s AS int[]), CAST(%(r_stamp)s AS int8[])
-        ) AS v(mode, player_id, mu, sigma, matches, win, loss, draw, played_us, tier, stamp)
+            CAST(%(r_tier)s AS int[]), CAST(%(r_tier_version)s AS int8[])
+        ) AS v(mode, player_id, mu, sigma, matches, win, loss, draw, played_us, tier, tier_version)
     ), changed AS ({_UPDATE_RATINGS}
     ), participants AS ({_PARTICIPANTS}
         SELECT p.match_pk, p.player_id, p.mode, p.team, p.rank, p.weight,
@@ -367,7 +369,7 @@ class RatingColumns:
     draw: Int4
     played_us: Int8  # the latest played_at, in microseconds since 1970 UTC
     tier: Int4  # the tier after the group (-1: none)
-    stamp: Int8  # the updated_at (microseconds since 1970) of the mode settings that tiered it
+    tier_version: Int8  # the version of the mode's tier settings that tiered it (migration 0016)
 
 
 @dataclass(frozen=True, slots=True)

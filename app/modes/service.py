@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +28,6 @@ from app.modes.schemas import (
 from app.rating import RatingInputError, TrueSkill
 from app.rating.tiers import Tiers, tiers_of
 
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
 # Another process's PUT reaches this one's cache within this many seconds.
 CACHE_SECONDS = 2.0
 
@@ -51,8 +48,6 @@ class ModeRules:
     # Placement matches: a player with fewer is provisional and off the leaderboard.
     placement_matches: int = 0
     tiers: Tiers | None = None
-    # The modes row's updated_at (microseconds since 1970) these rules were read from.
-    stamp: int = 0
     accept_timeout: float | None = None  # the ready check's seconds; None: no ready check
     # The version of the tier settings `tiers` holds (migration 0016).
     tier_version: int = 0
@@ -147,7 +142,6 @@ def rules_of(mode: Mode) -> ModeRules:
         mode.drift_per_day,
         mode.min_matches_for_leaderboard,
         tiers_of(mode.tiers, mode.demotion_margin, mode.display_scale, mode.display_offset),
-        (mode.updated_at - EPOCH) // dt.timedelta(microseconds=1),
         (mode.settings or {}).get("accept_timeout_s"),
         mode.tier_version,
     )

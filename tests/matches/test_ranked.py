@@ -327,8 +327,8 @@ async def test_a_post_tiered_by_settings_changed_since_stores_the_new_settings_t
     await api.post_match(duel(mode, "1", ["s1"], ["s2"], (0, 1)))  # the rules are cached now
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(
-            'UPDATE modes SET tiers = \'[{"name": "only", "min": -100000}]\', updated_at = now()'
-            " WHERE name = %s",
+            'UPDATE modes SET tiers = \'[{"name": "only", "min": -100000}]\', updated_at = now(),'
+            " tier_version = tier_version + 1 WHERE name = %s",
             (mode,),
         )
     await api.post_match(duel(mode, "2", ["s1"], ["s3"], (0, 1)))
