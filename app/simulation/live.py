@@ -93,12 +93,6 @@ class LiveRun:
         )
         self.recorder = Recorder(len(population), ready_check=scenario.mode.accept_timeout_s is not None)
         self.answers = streams.answers
-        # A poll on a ticket in a pending proposal answers only when the proposal settles, so a
-        # ticket a failed proposal put back and the lobby matched again before the next poll
-        # began would wait out the new proposal's deadline unanswered: under the ready check a
-        # poll asks for at most a quarter of accept_timeout_s, so the party sees it in time.
-        timeout = scenario.mode.accept_timeout_s
-        self.poll_seconds = POLL_SECONDS if timeout is None else min(POLL_SECONDS, max(0.5, timeout / 4))
         # The ready check's proposals the players saw, and those that failed.
         self.proposals: set[str] = set()
         self.failed: set[str] = set()
@@ -307,9 +301,11 @@ class LiveRun:
         chance = self.scenario.sessions.decline_probability
         answered: str | None = None
         requeued_at: float | None = None
+        seen = "queued"
         while True:
-            # A ticket a failed proposal put back reads `queued`, which _wait polls through.
-            state = await self._wait(api, ticket_id)
+            # A ticket a failed proposal put back reads `queued`, which _wait polls through; each
+            # poll says where the ticket was last seen, so a proposal formed since answers it.
+            state = await self._wait(api, ticket_id, seen)
             if state is None or state.status != "matched" or state.match is None:
                 # Cancelled by a failed ready check (a party that had not answered yet when
                 # another declined), unless the run's end cancelled it: as a decline.
@@ -329,10 +325,12 @@ class LiveRun:
             if proposal.state == "accepted":
                 return state, requeued_at, False
             if proposal.state != "pending":
-                # Failed while the ticket still reads matched: look again shortly.
+                # A proposal's failure moves its tickets on in the same step, so the service
+                # never reads one matched in it; should a server do so: look again shortly.
                 self.failed.add(proposal.proposal_id)
                 await asyncio.sleep(0.1)
                 continue
+            seen = proposal.proposal_id
             if proposal.proposal_id == answered:
                 continue
             answered = proposal.proposal_id
@@ -357,8 +355,9 @@ class LiveRun:
                 self.fail("decline_proposal" if declining else "accept_proposal", exc)
                 return None, requeued_at, False
 
-    async def _wait(self, api: AsyncClient, ticket_id: str) -> TicketOut | None:
-        """The ticket once it leaves `queued`; past the run's end a queued ticket is cancelled."""
+    async def _wait(self, api: AsyncClient, ticket_id: str, seen: str) -> TicketOut | None:
+        """The ticket once it leaves `queued` and where it was `seen` last (queued, or a pending
+        proposal's id); past the run's end a queued ticket is cancelled."""
         cancelled = False
         while True:
             left = self.scenario.duration_seconds - self.now()
@@ -371,13 +370,17 @@ class LiveRun:
                         if exc.status != 409:  # 409: matched meanwhile, which the poll shows
                             raise
                 state = await api.get_ticket(
-                    self.mode, ticket_id, wait=max(0.5, min(self.poll_seconds, left)) if left > 0 else 0.5
+                    self.mode,
+                    ticket_id,
+                    wait=max(0.5, min(POLL_SECONDS, left)) if left > 0 else 0.5,
+                    seen=seen,
                 )
             except (ApiError, httpx.HTTPError) as exc:
                 self.fail("get_ticket", exc)
                 return None
             if state.status != "queued":
                 return state
+            seen = "queued"
 
     async def _host(self, api: AsyncClient, proposal: ProposalOut, played: asyncio.Future[Played]) -> None:
         """Play the match out and post its result; its players learn of it through `played`."""
