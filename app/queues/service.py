@@ -238,7 +238,7 @@ SETTLED = "settled"
 def _phase(ticket: TicketState) -> str:
     """Where the ticket stands, as a long-poll compares it: "queued", the id of the pending
     proposal it is in (a new proposal is news, even when the poll missed the failure of the
-    one before), or SETTLED (matched in an accepted or failed proposal, cancelled, expired)."""
+    one before), or SETTLED (matched in an accepted proposal, cancelled, expired)."""
     if ticket.status == "queued":
         return "queued"
     if ticket.status == "matched" and ticket.match:
