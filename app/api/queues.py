@@ -13,6 +13,7 @@ from app.ids import Identifier
 from app.queues import service
 from app.queues.schemas import (
     MAX_WAIT_SECONDS,
+    SEEN_PATTERN,
     AnswerIn,
     MatchmakeIn,
     MatchmakeOut,
@@ -88,17 +89,27 @@ async def get_ticket(
             ge=0,
             le=MAX_WAIT_SECONDS,
             allow_inf_nan=False,
-            description="long-poll: answer as soon as the ticket leaves `queued`, or after this many "
-            "seconds (at most 60) with its status then",
+            description="long-poll: answer as soon as the ticket moves on from `seen` (or from "
+            "where it stands when the poll starts), or after this many seconds (at most 60) as it "
+            "is then",
+        ),
+    ] = None,
+    seen: Annotated[
+        str | None,
+        Query(
+            pattern=SEEN_PATTERN,
+            description="with `wait`: where the client last saw the ticket, `queued` or the id of "
+            "the pending proposal it was in; the poll answers at once when the ticket is no "
+            "longer there",
         ),
     ] = None,
 ) -> Response:
     """A ticket's status (queued, matched, cancelled or expired) and its match. With `wait`,
-    a long-poll: the answer comes once the ticket is matched, cancelled or expired (by any
-    instance of the service), or when the wait is over."""
+    a long-poll: the answer comes once the ticket moves on from `seen` (queued, or in that
+    pending proposal) by any instance of the service, or when the wait is over."""
     if not wait:
         return Response(await service.get_ticket(redis, mode, ticket_id), media_type=JSON)
-    return DeferredJson(lambda: service.wait_for_ticket(redis, watch, mode, ticket_id, wait))
+    return DeferredJson(lambda: service.wait_for_ticket(redis, watch, mode, ticket_id, wait, seen))
 
 
 @router.get(

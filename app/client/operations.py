@@ -159,14 +159,18 @@ class Operations:
         return Request({"mode": mode}, json={"tickets": [body(ticket) for ticket in tickets]})
 
     @operation("GET", "/v1/queues/{mode}/tickets/{ticket_id}", model(TicketOut))
-    def get_ticket(self, mode: str, ticket_id: str, wait: float | None = None) -> Request[TicketOut]:
+    def get_ticket(
+        self, mode: str, ticket_id: str, wait: float | None = None, seen: str | None = None
+    ) -> Request[TicketOut]:
         """A ticket's status and, once matched, its match. With `wait` (seconds, at most 60) a
-        long-poll: answered as soon as the ticket leaves `queued` (or, in a pending proposal, once
-        the proposal settles), or after `wait` as it is."""
+        long-poll: answered as soon as the ticket moves on from `seen` ("queued", or the id of
+        the pending proposal it was last seen in; by default where it stands when the poll
+        starts), or after `wait` as it is."""
         if wait is None:
             return Request({"mode": mode, "ticket_id": ticket_id})
+        query: dict[str, Any] = {"wait": wait} if seen is None else {"wait": wait, "seen": seen}
         # The HTTP timeout covers the wait plus the answer's way back.
-        return Request({"mode": mode, "ticket_id": ticket_id}, {"wait": wait}, timeout=wait + 10.0)
+        return Request({"mode": mode, "ticket_id": ticket_id}, query, timeout=wait + 10.0)
 
     @operation("GET", "/v1/queues/{mode}/players/{player_id}/ticket", model(TicketOut))
     def get_player_ticket(self, mode: str, player_id: str) -> Request[TicketOut]:

@@ -17,6 +17,8 @@ AVOID_PER_PLAYER = 100
 MAX_PLAYERS = 100
 # A long-poll waits at most this many seconds.
 MAX_WAIT_SECONDS = 60.0
+# Where a long-poll's client last saw its ticket: queued, or in the pending proposal of this id.
+SEEN_PATTERN = r"^(queued|[0-9a-f]{32})$"
 ProposalState = Literal["pending", "accepted", "failed"]
 Answer = Literal["accepted", "declined"]
 FLAT_ATTRIBUTES = (

@@ -31,9 +31,16 @@ from app.queues.record import (
 REPLICA_WAIT_MS = 100
 
 
-async def run(redis: RedisClient, source: str, keys: Sequence[str], args: Sequence[str | int | bytes]) -> Any:
-    """Run a queue script. On a cluster, its write is acknowledged only once the master's
-    replica has it too, or REPLICA_WAIT_MS passed.
+async def run(
+    redis: RedisClient,
+    source: str,
+    keys: Sequence[str],
+    args: Sequence[str | int | bytes],
+    writes: bool = True,
+) -> Any:
+    """Run a queue script. On a cluster, a script that `writes` is acknowledged only once the
+    master's replica has its write too, or REPLICA_WAIT_MS passed (a script that only reads
+    has nothing to wait for: WAIT would spend the whole wait on a master with no replica).
 
     Why wait: Redis replicates asynchronously, so a master killed just after answering may take
     writes its replica never saw; the promoted replica would then hand out again tickets a
@@ -45,7 +52,7 @@ async def run(redis: RedisClient, source: str, keys: Sequence[str], args: Sequen
     write stands unconfirmed rather than refused, as refusing would not undo it.
     """
     script = redis.register_script(source)
-    if not isinstance(redis, RedisCluster):
+    if not isinstance(redis, RedisCluster) or not writes:
         return await script(keys, args)
     node = redis.get_node_from_key(keys[0])
     for _ in range(2):
@@ -159,6 +166,14 @@ local function release(holders, owners)
   end
   if #gone > 0 then chunked('HDEL', holders, gone) end
 end
+"""
+
+# KEYS: pool, a ticket's done hash. ARGV: the ticket's id. Returns {its pool value, its status},
+# each false when absent, read at one instant. Two reads one after the other could find the
+# ticket in neither: a failed ready check or a requeue moves it from its status back to the
+# pool (_PUTBACK) in one step, which may fall between them.
+READ_TICKET = """
+return {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('HGET', KEYS[2], ARGV[1])}
 """
 
 # KEYS: pool, holders, then the done hashes of tickets with an extension (extension.py).

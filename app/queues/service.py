@@ -230,24 +230,33 @@ def _overdue(proposal: ProposalOut, now: float) -> bool:
     )
 
 
+# What a long-poll compares (_phase) for a ticket that has left the queue for good: no change
+# of it is to come, so its poll answers at once.
+SETTLED = "settled"
+
+
 def _phase(ticket: TicketState) -> str:
-    """What a long-poll waits to see change: queued, pending (in a proposal whose ready check
-    runs) or settled (anything else: matched and accepted, cancelled, expired)."""
+    """Where the ticket stands, as a long-poll compares it: "queued", the id of the pending
+    proposal it is in (a new proposal is news, even when the poll missed the failure of the
+    one before), or SETTLED (matched in an accepted proposal, cancelled, expired)."""
     if ticket.status == "queued":
         return "queued"
-    if ticket.status == "matched" and ticket.match and _proposal(ticket.match).state == "pending":
-        return "pending"
-    return "settled"
+    if ticket.status == "matched" and ticket.match:
+        proposal = _proposal(ticket.match)
+        if proposal.state == "pending":
+            return proposal.proposal_id
+    return SETTLED
 
 
 async def wait_for_ticket(
-    redis: RedisClient, watch: TicketWatch, mode: str, ticket_id: str, seconds: float
+    redis: RedisClient, watch: TicketWatch, mode: str, ticket_id: str, seconds: float, seen: str | None = None
 ) -> bytes:
-    """The ticket (the JSON of TicketOut) as soon as its phase (_phase) moves on from the one
-    it had when the poll started, at once if that is settled, or as it is after `seconds`."""
+    """The ticket (the JSON of TicketOut) as soon as its phase (_phase) differs from `seen`
+    (what the client saw last: "queued" or a pending proposal's id; by default the phase it
+    has when the poll starts), at once if it is settled, or as it is after `seconds`. Every
+    change of phase publishes the ticket (scripts.py), so the poll wakes on each."""
     store = QueueStore(redis, mode)
     deadline = time.monotonic() + seconds
-    started: str | None = None
     while True:
         # Registered before the read: an event after the read wakes this poll (watch.py).
         with watch.watching(ticket_id) as woken:
@@ -256,14 +265,15 @@ async def wait_for_ticket(
             async with watch.readers:
                 ticket = await _read_ticket(store, mode, ticket_id)
             phase = _phase(ticket)
-            started = started or phase
+            seen = seen or phase
             remaining = deadline - time.monotonic()
-            if phase == "settled" or phase != started or not live or remaining <= 0:
+            if phase == SETTLED or phase != seen or not live or remaining <= 0:
                 return await _ticket_json(redis, mode, ticket_id, ticket)
             with contextlib.suppress(TimeoutError):
-                # Woken with the ticket's new state, read for all the polls an event woke.
+                # Woken with the ticket's new state, read for all the polls an event woke (None:
+                # back in the pool, or unread: read it again above).
                 state = await asyncio.wait_for(woken, remaining)
-                if state is not None and _phase(state) not in (started, "queued"):
+                if state is not None and _phase(state) != seen:
                     return await _ticket_json(redis, mode, ticket_id, state)
 
 

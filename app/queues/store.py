@@ -82,6 +82,7 @@ from app.queues.scripts import (
     ERASE_PLAYER,
     EXPIRE,
     FORGET_HOLD,
+    READ_TICKET,
     REQUEUE,
     SETTLE,
     run,
@@ -163,6 +164,10 @@ REQUEUED = {0: "cancelled", 1: "queued", 2: "cancelled", 3: "expired"}
 
 # How many overdue proposals one sweep fails; any more wait for the next.
 SWEEP_PROPOSALS = 100
+
+# How many times a ticket's read starts again when its proposal failed while it was read
+# (QueueStore.ticket): each retry needs another ready check to fail in between.
+READ_ATTEMPTS = 3
 
 
 class Settled(NamedTuple):
@@ -256,27 +261,34 @@ class QueueStore:
         proposal's JSON; None if the queue never had it (or forgot it after the retention)."""
         if not _ID.fullmatch(ticket_id):
             return None
-        value: Any = await self.redis.hget(self.keys.pool, ticket_id)
-        if value is not None:
-            expires_at = record.field_of(value, HeaderField.EXPIRES_AT)
-            return TicketState("queued" if expires_at > now else "expired", None, value)
-        status = await self.redis.hget(self.keys.done(ticket_id), ticket_id)
-        if status is None:
-            return None
-        state, _, proposal = _text(status).partition(" ")
-        body = await self.redis.hget(self.keys.done(proposal), proposal) if proposal else None
-        return TicketState(state, _text(body) if body is not None else None)
+        keys = [self.keys.pool, self.keys.done(ticket_id)]
+        found: TicketState | None = None
+        for _ in range(READ_ATTEMPTS):
+            # The pool and the status at one instant (READ_TICKET says why).
+            value, status = await run(self.redis, READ_TICKET, keys, [ticket_id], writes=False)
+            if value is not None:
+                expires_at = record.field_of(value, HeaderField.EXPIRES_AT)
+                return TicketState("queued" if expires_at > now else "expired", None, value)
+            if status is None:
+                return None
+            state, _, proposal = _text(status).partition(" ")
+            body = await self.redis.hget(self.keys.done(proposal), proposal) if proposal else None
+            found = TicketState(state, _text(body) if body is not None else None)
+            if not _failed_since(state, proposal, body):
+                return found
+        return found
 
     async def finished(self, ticket_ids: Sequence[str]) -> list[TicketState | None]:
         """The statuses of tickets that left the pool, with their proposals, in two round trips
-        whatever their number; None for a ticket with no status (still waiting, or requeued)."""
+        whatever their number; None for a ticket with no status (still waiting, or requeued),
+        or whose proposal failed between the two (its status has changed since: read it again)."""
         statuses = await self._read_done(ticket_ids)
         states = [_text(status).partition(" ") if status is not None else None for status in statuses]
         proposals = sorted({state[2] for state in states if state is not None and state[2]})
         bodies = dict(zip(proposals, await self._read_done(proposals), strict=True))
         return [
             None
-            if state is None
+            if state is None or _failed_since(state[0], state[2], bodies.get(state[2]))
             else TicketState(state[0], _text(bodies[state[2]]) if bodies.get(state[2]) else None)
             for state in states
         ]
@@ -658,6 +670,19 @@ def _latencies(values: list[bytes], players: Any, counts: Any) -> Latencies | No
         block = np.frombuffer(b"".join(doubles), dtype="<f8").reshape(len(rows), len(columns))
         ms[np.ix_(rows, columns)] = block
     return Latencies([name.decode() for name in regions], ms, located_rows)
+
+
+def _failed_since(status: str, proposal: str, body: Any) -> bool:
+    """Whether a status read as "matched <proposal>" meets that proposal failed, read after it.
+    The step that fails a proposal also cancels or requeues every ticket of it (_PUTBACK,
+    scripts.py), so no ticket stays matched in a failed proposal: the status was read before
+    the failure, and the ticket has moved on. (A proposal's JSON starts with its id, then its
+    state, as the scripts read it.)"""
+    return (
+        status == "matched"
+        and body is not None
+        and _text(body).startswith(f'{{"proposal_id":"{proposal}","state":"failed"')
+    )
 
 
 def _answers(record: Any) -> dict[str, str]:

@@ -24,7 +24,9 @@ def compare(first: Result, second: Result) -> Report:
         "",
         *table(["setting", *names], differences(a, b)),
     ]
-    rows = [[name, one, two] for (name, one), (_, two) in zip(headline(first), headline(second), strict=True)]
+    # A row only one run has (arrivals turned away, a ready check) reads "–" for the other.
+    ones, twos = dict(headline(first)), dict(headline(second))
+    rows = [[name, ones.get(name, "–"), twos.get(name, "–")] for name in {**ones, **twos}]
     for ta, tb in zip(targets.targets(first.run, None), targets.targets(second.run, None), strict=True):
         rows.append([ta.name, _verdict(ta), _verdict(tb)])
     rows.append(

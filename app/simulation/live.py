@@ -7,7 +7,9 @@ it (`get_ticket(wait=)`); one lobby loop calls `matchmake` every interval (again
 it forms matches); the first ticket of each proposal hosts the match: it plays it out (the
 match's length in real seconds), draws the outcome from the true skills and posts the result
 (`post_match`, the proposal's id as match_id), and its teammates and opponents pause and queue
-again once the result is in. Every failed call is an error line of the run; at the end every
+again once the result is in. Under the mode's ready check each party answers every proposal its
+ticket is in (`accept_proposal`, or `decline_proposal` for its players who decline) before it is
+played. Every failed call is an error line of the run; at the end every
 player's match count is read back from the leaderboard, and a match whose result the service
 does not hold is a lost result. It is also the service's end-to-end soak.
 
@@ -33,7 +35,7 @@ from app.matches.schemas import MatchPlayerOut
 from app.queues.schemas import ProposalOut, TicketOut
 from app.simulation.baselines import elo_deltas
 from app.simulation.population import Behaviour, Offline, Population, Streams
-from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
+from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
 from app.simulation.roster import AvoidLists, Roles
 from app.simulation.scenario import Scenario
 from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
@@ -89,7 +91,11 @@ class LiveRun:
             np.full(len(population), scenario.mode.mu),
             scenario.mode.conservative_k,
         )
-        self.recorder = Recorder(len(population))
+        self.recorder = Recorder(len(population), ready_check=scenario.mode.accept_timeout_s is not None)
+        self.answers = streams.answers
+        # The ready check's proposals the players saw, and those that failed.
+        self.proposals: set[str] = set()
+        self.failed: set[str] = set()
         self.offline = Offline(population.home, len(population.regions))
         spec = scenario.population
         self.roles = Roles(scenario, population) if population.preference is not None else None
@@ -121,6 +127,7 @@ class LiveRun:
                 await asyncio.gather(*list(self.tasks))
             await lobby
             lost = await self._check(api)
+        self.recorder.proposals, self.recorder.proposals_failed = len(self.proposals), len(self.failed)
         self.progress(1.0)
         return self.recorder.finish(
             "live",
@@ -226,13 +233,20 @@ class LiveRun:
                         return
                     queued_at = self.now()
                     before = float(self.columns.games[players].mean())
-                    state = await self._wait(api, ticket.ticket_id)
+                    state, requeued_at, declined = await self._ready(api, ticket.ticket_id, players)
                     waited = self.now() - queued_at
-                    if state is None or state.status != "matched" or state.match is None:
-                        outcome = EXPIRED if state is not None and state.status == "expired" else LEFT_AT_END
+                    if declined or state is None or state.status != "matched" or state.match is None:
+                        outcome = (
+                            DECLINED
+                            if declined
+                            else EXPIRED
+                            if state is not None and state.status == "expired"
+                            else LEFT_AT_END
+                        )
                         self.recorder.ticket(
                             queued_at, waited, outcome, len(players), skill, before, home, first
                         )
+                        self._requeued(requeued_at, outcome)
                         return
                     proposal = state.match
                     seated = -1
@@ -241,6 +255,7 @@ class LiveRun:
                     self.recorder.ticket(
                         queued_at, waited, MATCHED, len(players), skill, before, home, first, seated
                     )
+                    self._requeued(requeued_at, MATCHED)
                     played = self.matches.setdefault(
                         proposal.proposal_id, asyncio.get_running_loop().create_future()
                     )
@@ -268,8 +283,81 @@ class LiveRun:
             return False
         return True
 
-    async def _wait(self, api: AsyncClient, ticket_id: str) -> TicketOut | None:
-        """The ticket once it leaves `queued`; past the run's end a queued ticket is cancelled."""
+    def _requeued(self, requeued_at: float | None, outcome: int) -> None:
+        """A ticket a failed ready check put back in the queue leaves it: its extra wait."""
+        if requeued_at is not None:
+            self.recorder.requeued(np.array([self.now() - requeued_at]), np.array([outcome], dtype=np.int64))
+
+    async def _ready(
+        self, api: AsyncClient, ticket_id: str, players: list[int]
+    ) -> tuple[TicketOut | None, float | None, bool]:
+        """The ticket once it leaves the queue for good: matched in an accepted proposal,
+        expired, or cancelled at the run's end (None after a failed call). Under the
+        ready check, the party answers each proposal its ticket is in as soon as it sees it
+        (each player declining with sessions.decline_probability, the party's decliners in one
+        call, else all accepting in one); a proposal that fails puts the ticket back in the
+        queue with its wait, and the poll goes on. Also when it was first put back (None:
+        never), and whether the party declined (its ticket then cancelled, its session over)."""
+        chance = self.scenario.sessions.decline_probability
+        answered: str | None = None
+        requeued_at: float | None = None
+        seen = "queued"
+        while True:
+            # A ticket a failed proposal put back reads `queued`, which _wait polls through; each
+            # poll says where the ticket was last seen, so a proposal formed since answers it.
+            state = await self._wait(api, ticket_id, seen)
+            if state is None or state.status != "matched" or state.match is None:
+                # Cancelled by a failed ready check (a party that had not answered yet when
+                # another declined), unless the run's end cancelled it: as a decline.
+                by_check = (
+                    state is not None
+                    and state.status == "cancelled"
+                    and answered is not None
+                    and self.now() < self.scenario.duration_seconds
+                )
+                if state is not None and answered is not None and requeued_at is None and not by_check:
+                    requeued_at = self.now()  # the answered proposal failed, then the ticket left
+                return state, requeued_at, by_check
+            proposal = state.match
+            self.proposals.add(proposal.proposal_id)
+            if answered is not None and proposal.proposal_id != answered and requeued_at is None:
+                requeued_at = self.now()  # the answered proposal failed and the ticket rematched
+            if proposal.state == "accepted":
+                return state, requeued_at, False
+            if proposal.state != "pending":
+                # A proposal's failure moves its tickets on in the same step, so the service
+                # never reads one matched in it; should a server do so: look again shortly.
+                self.failed.add(proposal.proposal_id)
+                await asyncio.sleep(0.1)
+                continue
+            seen = proposal.proposal_id
+            if proposal.proposal_id == answered:
+                continue
+            answered = proposal.proposal_id
+            ids = [self.ids[p] for p in players]
+            declining = [player for player in ids if self.answers.random() < chance]
+            try:
+                if declining:
+                    self.failed.add(proposal.proposal_id)
+                    await api.decline_proposal(self.mode, proposal.proposal_id, declining)
+                    return state, requeued_at, True
+                await api.accept_proposal(self.mode, proposal.proposal_id, ids)
+            except ApiError as exc:
+                if exc.status != 409:
+                    self.fail("decline_proposal" if declining else "accept_proposal", exc)
+                    return None, requeued_at, False
+                # Another player declined first: the proposal failed before this answer, and
+                # (not having answered) this party's ticket was cancelled with the decliners'.
+                self.failed.add(proposal.proposal_id)
+                if declining:
+                    return state, requeued_at, True
+            except httpx.HTTPError as exc:
+                self.fail("decline_proposal" if declining else "accept_proposal", exc)
+                return None, requeued_at, False
+
+    async def _wait(self, api: AsyncClient, ticket_id: str, seen: str) -> TicketOut | None:
+        """The ticket once it leaves `queued` and where it was `seen` last (queued, or a pending
+        proposal's id); past the run's end a queued ticket is cancelled."""
         cancelled = False
         while True:
             left = self.scenario.duration_seconds - self.now()
@@ -282,13 +370,17 @@ class LiveRun:
                         if exc.status != 409:  # 409: matched meanwhile, which the poll shows
                             raise
                 state = await api.get_ticket(
-                    self.mode, ticket_id, wait=max(0.5, min(POLL_SECONDS, left)) if left > 0 else 0.5
+                    self.mode,
+                    ticket_id,
+                    wait=max(0.5, min(POLL_SECONDS, left)) if left > 0 else 0.5,
+                    seen=seen,
                 )
             except (ApiError, httpx.HTTPError) as exc:
                 self.fail("get_ticket", exc)
                 return None
             if state.status != "queued":
                 return state
+            seen = "queued"
 
     async def _host(self, api: AsyncClient, proposal: ProposalOut, played: asyncio.Future[Played]) -> None:
         """Play the match out and post its result; its players learn of it through `played`."""

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.simulation import measures
-from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED, Run
+from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, Run
 from app.simulation.scenario import Scenario
 from app.simulation.truth import DRAW
 
@@ -171,6 +171,7 @@ def headline(result: Result) -> list[tuple[str, str]]:
             f"{tickets:,}: {share(matched.mean())} matched, "
             f"{share((run.ticket_outcome == EXPIRED).mean())} expired, "
             f"{share((run.ticket_outcome == LEFT_AT_END).mean())} still queued at the end"
+            + (f", {share((run.ticket_outcome == DECLINED).mean())} declined" if run.ready_check else "")
             if tickets
             else "none",
         ),
@@ -183,6 +184,11 @@ def headline(result: Result) -> list[tuple[str, str]]:
         observed = (run.match_outcome[two] == DRAW).mean()
         rows.append(
             ("draws", f"{share(observed)} observed, {share(predicted[two].mean())} predicted by the mode")
+        )
+    if run.ready_check:
+        failed = run.proposals_failed / run.proposals if run.proposals else math.nan
+        rows.append(
+            ("ready check", f"{run.proposals:,} proposals, {share(failed)} failed (a player declined)")
         )
     if run.turned_away:
         rows.append(("arrivals turned away", f"{run.turned_away:,} players (everyone was already online)"))

@@ -42,7 +42,8 @@ class Population:
 @dataclass(frozen=True, slots=True)
 class Streams:
     """Independent random streams of one seed: the population, the players' comings and
-    goings, the match outcomes, the random-pairing baseline's shuffles, and who avoids whom.
+    goings, the match outcomes, the random-pairing baseline's shuffles, who avoids whom, and
+    the players' answers to the ready check.
     Two configurations compared on one seed share the population exactly. (A SeedSequence's
     n-th child does not depend on how many are spawned: a stream added last leaves the others'
     draws, and so every earlier scenario's runs, as they were.)"""
@@ -52,14 +53,15 @@ class Streams:
     outcomes: np.random.Generator
     pairing: np.random.Generator
     avoidance: np.random.Generator
+    answers: np.random.Generator
 
     @classmethod
     def of(cls, seed: int) -> Streams:
-        children = np.random.SeedSequence(seed).spawn(5)
-        population, behaviour, outcomes, pairing, avoidance = (
+        children = np.random.SeedSequence(seed).spawn(6)
+        population, behaviour, outcomes, pairing, avoidance, answers = (
             np.random.default_rng(child) for child in children
         )
-        return cls(population, behaviour, outcomes, pairing, avoidance)
+        return cls(population, behaviour, outcomes, pairing, avoidance, answers)
 
 
 def build(

@@ -40,9 +40,6 @@ from app.simulation.scenario import (
 # Keys the issue names whose queue features are not in the service yet: refused by name
 # rather than accepted and ignored (docs/simulator.md says what each will mean).
 NOT_YET = {
-    "sessions.decline_probability": (
-        "declines need the queue's ready check (issue 38), not in this service yet"
-    ),
     "sessions.leave_probability": (
         "leaving a match needs the queue's backfill (issue 38), not in this service yet"
     ),
@@ -74,13 +71,13 @@ MODE_KEYS = frozenset(
         "ticket_ttl_seconds",
         "max_latency_ms",
         "max_latency_relaxed_ms",
+        "accept_timeout_s",
     }
 )
 # Mode settings of queue features the loop does not model yet, refused by name. A field the
 # service gains that is in neither set would be sent to a live service but ignored by the
 # virtual clock; tests/simulation/test_reading.py fails until it is modelled or listed here.
 MODE_NOT_YET: dict[str, str] = {
-    "accept_timeout_s": "the ready check (issue 38) is not modelled by the simulator yet",
     "drift_per_day": "skill drift with time away (issue 39) is not modelled by the simulator yet",
     "placement_matches": "placements (issue 39) are not modelled by the simulator yet",
     "tiers": "tiers (issue 39) are not modelled by the simulator yet",
@@ -135,7 +132,7 @@ def scenario_of(data: Mapping[str, Any], default_name: str) -> Scenario:
         duration_seconds=_duration(top),
         population=_population(population, mode),
         arrivals=_arrivals(arrivals),
-        sessions=_sessions(sessions),
+        sessions=_sessions(sessions, mode),
         parties=_parties(parties, mode.team_size),
         regions=_regions(top),
         mode=mode,
@@ -275,13 +272,17 @@ def _arrivals(table: Table) -> Arrivals:
     return arrivals
 
 
-def _sessions(table: Table) -> Sessions:
+def _sessions(table: Table, mode: ModeSettings) -> Sessions:
+    if table.raw("decline_probability") is not None and mode.accept_timeout_s is None:
+        # A decline needs a proposal to decline: the mode's ready check.
+        raise ScenarioError("sessions.decline_probability: needs the ready check (set mode.accept_timeout_s)")
     return Sessions(
         matches=table.number("matches", 5.0, low=1.0),
         fixed=table.flag("fixed", False),
         pause_seconds=table.number("pause_seconds", 30.0, low=0.0),
         match_seconds=table.number("match_seconds", 600.0, above=0.0),
         match_seconds_sd=table.number("match_seconds_sd", 0.0, low=0.0),
+        decline_probability=table.number("decline_probability", 0.0, low=0.0, high=1.0),
     )
 
 
@@ -394,6 +395,9 @@ def _mode(table: Table, default_name: str) -> ModeSettings:
         size_penalty_c0=float(merged["size_penalty_c0"]),
         size_penalty_c1=float(merged["size_penalty_c1"]),
         roster_cap=int(merged["roster_cap"]),
+        accept_timeout_s=None
+        if merged.get("accept_timeout_s") is None
+        else float(merged["accept_timeout_s"]),
     )
     try:
         settings.environment()

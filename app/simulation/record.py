@@ -15,8 +15,9 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-# How a ticket left the queue.
-MATCHED, EXPIRED, LEFT_AT_END = 0, 1, 2
+# How a ticket left the queue (DECLINED: cancelled by a failed ready check, a player of it
+# having declined).
+MATCHED, EXPIRED, LEFT_AT_END, DECLINED = 0, 1, 2, 3
 
 
 def average_ranks(values: FloatArray) -> FloatArray:
@@ -104,6 +105,14 @@ class Run:
     errors: tuple[str, ...] = ()  # live: every failed call, one line each
     lost_results: int = 0  # live: matches formed whose result the service does not hold
     roles: tuple[str, ...] = ()  # the mode's roles, under a composition
+    # The ready check (when the mode has one): proposals formed, how many failed (a player
+    # declined), and per ticket a failure put back in the queue, its extra wait (from its first
+    # failed proposal to leaving the queue) and how it left.
+    ready_check: bool = False
+    proposals: int = 0
+    proposals_failed: int = 0
+    requeued_extra_wait: FloatArray = field(default_factory=lambda: np.empty(0))
+    requeued_outcome: IntArray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     @property
     def matches(self) -> int:
@@ -120,6 +129,10 @@ class Recorder:
     match_columns: list[tuple[npt.NDArray[np.generic], ...]] = field(default_factory=list)
     turned_away: int = 0
     errors: list[str] = field(default_factory=list)
+    ready_check: bool = False
+    proposals: int = 0
+    proposals_failed: int = 0
+    requeued_columns: list[tuple[FloatArray, IntArray]] = field(default_factory=list)
 
     def ticket(
         self,
@@ -159,6 +172,10 @@ class Recorder:
     ) -> None:
         """Tickets that left the queue (matched, expired or left at the end)."""
         self.ticket_columns.append((enqueued, waited, outcome, players, skill, played, region, role, seated))
+
+    def requeued(self, extra_wait: FloatArray, outcome: IntArray) -> None:
+        """Tickets a failed ready check had put back in the queue, as they leave it."""
+        self.requeued_columns.append((extra_wait, outcome))
 
     def matches(
         self,
@@ -224,6 +241,15 @@ class Recorder:
             errors=tuple(self.errors),
             lost_results=lost_results,
             roles=roles,
+            ready_check=self.ready_check,
+            proposals=self.proposals,
+            proposals_failed=self.proposals_failed,
+            requeued_extra_wait=np.concatenate([np.empty(0)] + [c[0] for c in self.requeued_columns]).astype(
+                np.float64
+            ),
+            requeued_outcome=np.concatenate(
+                [np.empty(0, dtype=np.int64)] + [c[1] for c in self.requeued_columns]
+            ).astype(np.int64),
         )
 
 

@@ -7,6 +7,7 @@ random pairing with the information-theoretic limit, and calibration: each a tab
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -15,7 +16,7 @@ from app.simulation import measures, targets
 from app.simulation.charts import Guide, Series, bar_chart, line_chart
 from app.simulation.markdown import Report, Result, describe, games, headline, method, seconds, share, table
 from app.simulation.measures import WaitRow
-from app.simulation.record import Run
+from app.simulation.record import DECLINED, EXPIRED, MATCHED, Run
 from app.simulation.targets import CONVERGED, FAIR_GAMES, FAIR_HIGH, FAIR_LOW
 
 TABLE_GAMES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 150, 200)
@@ -33,6 +34,7 @@ def single(result: Result) -> Report:
     ]
     lines += _targets(result)
     lines += ["## Headline", "", *table(["measure", "value"], headline(result))]
+    lines += _ready_check(result)
     lines += _waits(result, charts)
     lines += _quality(result, charts)
     lines += _fairness(run, charts)
@@ -40,6 +42,53 @@ def single(result: Result) -> Report:
     lines += _calibration(result, charts)
     lines += method(scenario, run)
     return Report("\n".join(lines), charts)
+
+
+def _ready_check(result: Result) -> list[str]:
+    """The ready check's figures, when the mode has one: how many proposals failed, and what
+    a failure cost the players put back in the queue."""
+    run = result.run
+    if not run.ready_check:
+        return []
+    tickets = len(run.ticket_outcome)
+    declined = int((run.ticket_outcome == DECLINED).sum())
+    extra, outcome = run.requeued_extra_wait, run.requeued_outcome
+    back = len(extra)
+    matched = extra[outcome == MATCHED]
+    p50, p90, p99 = np.percentile(matched, measures.PERCENTILES) if len(matched) else (math.nan,) * 3
+    answers = (
+        "every player answers at once, at the matchmaking call that proposed the match"
+        if run.clock == "virtual"
+        else "every party answers through the typed client as soon as its long-poll sees the proposal"
+    )
+    chance = result.scenario.sessions.decline_probability
+    lines = [
+        "## Ready check",
+        "",
+        f"The mode's ready check (accept_timeout_s {result.scenario.mode.accept_timeout_s:g} s): each"
+        f" player declines a proposed match with probability {chance:g}; {answers}. A failed proposal"
+        " cancels the decliners' tickets (their sessions end) and puts the others back in the queue"
+        " with their original enqueue time, so their wait keeps counting. Extra wait: from the first"
+        " failed proposal to the match, for the tickets put back that were then matched.",
+        "",
+    ]
+    failed = run.proposals_failed / run.proposals if run.proposals else math.nan
+    rows = [
+        ["proposals", f"{run.proposals:,}"],
+        ["failed (a player declined)", f"{run.proposals_failed:,} ({share(failed)})"],
+        [
+            "tickets cancelled by a decline",
+            f"{declined:,} ({share(declined / tickets if tickets else math.nan)} of the tickets)",
+        ],
+        [
+            "tickets put back in the queue",
+            f"{back:,}: {share((outcome == MATCHED).mean() if back else math.nan)} then matched,"
+            f" {share((outcome == EXPIRED).mean() if back else math.nan)} expired,"
+            f" {share((outcome == DECLINED).mean() if back else math.nan)} declined a later proposal",
+        ],
+        ["their extra wait", f"p50 {seconds(p50)} s, p90 {seconds(p90)} s, p99 {seconds(p99)} s"],
+    ]
+    return [*lines, *table(["measure", "value"], rows)]
 
 
 def _targets(result: Result) -> list[str]:

@@ -85,13 +85,15 @@ class Sessions:
     """A session is `matches` matches (their mean: geometric, at least one; or exactly that
     many when `fixed`), a pause between two (exponential, mean `pause_seconds`), each match
     lasting `match_seconds` on average (normal with `match_seconds_sd`, at least a tenth of the
-    mean)."""
+    mean). Under the mode's ready check (`accept_timeout_s`), each player of a proposed match
+    declines it with `decline_probability`, which ends their session."""
 
     matches: float = 5.0
     fixed: bool = False
     pause_seconds: float = 30.0
     match_seconds: float = 600.0
     match_seconds_sd: float = 0.0
+    decline_probability: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +138,9 @@ class ModeSettings:
     size_penalty_c0: float = PAPER_C0
     size_penalty_c1: float = PAPER_C1
     roster_cap: int = PAPER_ROSTER_CAP
+    # The ready check: every player of a proposal must accept it within this many seconds
+    # (None: no check, proposals are accepted as they form).
+    accept_timeout_s: float | None = None
 
     @property
     def players_per_match(self) -> int:

@@ -9,8 +9,11 @@ simulated clock, its tickets' roles and avoid lists, and `form_matches` with the
 (its minimums and roles), relaxation and latency rule (`quality_matches`, the one call). A call's
 matches may differ in size when the mode lets them shrink: each size is played and rated as a
 batch of its own. Tickets past the mode's ticket lifetime expire and their
-players give up. A match's result is rated by the service's batch path (app.rating.levels,
-equal to one match at a time within 1e-12) and becomes visible when the match ends.
+players give up. Under the mode's ready check (accept_timeout_s) every player answers a proposal
+at once, declining with sessions.decline_probability; a declined proposal cancels the decliners'
+tickets and puts the others back in the queue with their wait, as the service does. A match's
+result is rated by the service's batch path (app.rating.levels, equal to one match at a time
+within 1e-12) and becomes visible when the match ends.
 
 Waits are exact to the matchmaking interval: a ticket queued between two calls waits for the
 next. A call whose pool cannot change its answer is skipped: too few players for a match, or
@@ -35,7 +38,7 @@ from app.matchmaking.proposals import form_matches
 from app.rating.levels import Matches, rate_levels
 from app.simulation.baselines import elo_deltas, random_matches
 from app.simulation.population import Behaviour, Offline, Population, Streams
-from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
+from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
 from app.simulation.roster import AvoidLists, Roles
 from app.simulation.scenario import ModeSettings, Scenario
 from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
@@ -95,7 +98,7 @@ class VirtualClock:
         self.progress = progress or (lambda _: None)
         streams = Streams.of(scenario.seed)
         self.behaviour = Behaviour(scenario, streams.behaviour)
-        self.outcomes, self.shuffles = streams.outcomes, streams.pairing
+        self.outcomes, self.shuffles, self.answers = streams.outcomes, streams.pairing, streams.answers
         self.mode = scenario.mode
         self.env = scenario.mode.environment()
         self.columns = PlayerColumns(
@@ -105,7 +108,7 @@ class VirtualClock:
             np.full(len(population), scenario.mode.mu),
             scenario.mode.conservative_k,
         )
-        self.recorder = Recorder(len(population))
+        self.recorder = Recorder(len(population), ready_check=scenario.mode.accept_timeout_s is not None)
         self.offline = Offline(population.home, len(population.regions))
         spec = scenario.population
         self.roles = Roles(scenario, population) if population.preference is not None else None
@@ -250,6 +253,13 @@ class VirtualClock:
             waiting.first_role[rows],
             seated if seated is not None else np.full(len(rows), -1, dtype=np.int64),
         )
+        requeued = waiting.requeued[rows]
+        again = np.isfinite(requeued)
+        if again.any():
+            left = waiting.enqueued[rows] + waited
+            self.recorder.requeued(
+                (left - requeued)[again], np.full(int(again.sum()), outcome, dtype=np.int64)
+            )
 
     def _expire(self, now: float) -> None:
         count = self.waiting.count
@@ -293,7 +303,10 @@ class VirtualClock:
 
     def _start(self, matches: list[Match], now: float) -> None:
         """The call's matches begin: played out (their outcomes drawn now, their results seen
-        when they end), size by size."""
+        when they end), size by size. Under the ready check only the accepted ones."""
+        declined = np.empty(0, dtype=np.int64)
+        if self.mode.accept_timeout_s is not None:
+            matches, declined = self._ready_check(matches, now)
         sizes: dict[tuple[int, int], list[Match]] = {}
         for match in matches:
             shape = (len(match.teams), int(self.waiting.size[list(match.teams[0])].sum()))
@@ -301,8 +314,48 @@ class VirtualClock:
         for (teams, size), batch in sizes.items():
             self._play(batch, teams, size, now)
         taken = np.array([row for match in matches for row in match.rows], dtype=np.int64)
-        self.waiting.remove(taken)
+        self.waiting.remove(np.concatenate([taken, declined]))
         self.settled = False
+
+    def _ready_check(self, matches: list[Match], now: float) -> tuple[list[Match], IntArray]:
+        """The ready check of the call's proposals: the accepted ones, and the rows of the
+        tickets a decline cancelled. Every player answers at once, at the call that proposed the
+        match (a real answer takes seconds, which would only shift every match's start, and with
+        no declines the run is the run without the check). Each player declines with
+        sessions.decline_probability; a proposal any player declines fails as the service fails
+        it: the tickets of the players who declined are cancelled (a party's whole) and their
+        sessions end, and every other ticket goes back to the queue with its original enqueue
+        time, so its wait keeps counting (it stays in `waiting`, marked requeued)."""
+        self.recorder.proposals += len(matches)
+        chance = self.scenario.sessions.decline_probability
+        none = np.empty(0, dtype=np.int64)
+        if chance <= 0 or not matches:
+            return matches, none
+        waiting = self.waiting
+        rows = np.array([row for match in matches for row in match.rows], dtype=np.int64)
+        sizes = waiting.size[rows]
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        declines = np.add.reduceat((self.answers.random(int(sizes.sum())) < chance).astype(np.int64), starts)
+        declining = dict(zip(rows.tolist(), (declines > 0).tolist(), strict=True))
+        accepted: list[Match] = []
+        cancelled: list[int] = []
+        for match in matches:
+            said_no = [row for row in match.rows if declining[row]]
+            if not said_no:
+                accepted.append(match)
+                continue
+            self.recorder.proposals_failed += 1
+            cancelled += said_no
+            for row in match.rows:
+                if not declining[row] and math.isnan(waiting.requeued[row]):
+                    waiting.requeued[row] = now
+        if not cancelled:
+            return accepted, none
+        gone = np.array(cancelled, dtype=np.int64)
+        self._tickets_left(gone, now - waiting.enqueued[gone], DECLINED)
+        for row in cancelled:
+            self._leave(int(waiting.session[row]))
+        return accepted, gone
 
     def _play(self, matches: list[Match], teams: int, size: int, now: float) -> None:
         """Matches of one size (teams × size players): outcomes, new ratings, the record."""

@@ -41,6 +41,8 @@ class Waiting:
         self.played = np.empty(64)
         self.home = np.empty(64, dtype=np.int64)
         self.first_role = np.empty(64, dtype=np.int64)
+        # When a failed ready check put the ticket back in the queue (first time; NaN: never).
+        self.requeued = np.empty(64)
         self.latency = np.empty((64, regions)) if regions else None
         self.players = 0
         self.serial = 0
@@ -75,6 +77,7 @@ class Waiting:
             self.played = np.concatenate([self.played, np.empty(grow)])
             self.home = np.concatenate([self.home, np.empty(grow, dtype=np.int64)])
             self.first_role = np.concatenate([self.first_role, np.empty(grow, dtype=np.int64)])
+            self.requeued = np.concatenate([self.requeued, np.empty(grow)])
             if self.latency is not None:
                 self.latency = np.concatenate([self.latency, np.empty((grow, self.latency.shape[1]))])
         row = self.count
@@ -82,6 +85,7 @@ class Waiting:
         self.mu[row], self.var[row] = sums
         self.skill[row], self.played[row], self.home[row] = skill, played, home
         self.first_role[row] = first_role
+        self.requeued[row] = np.nan
         self.members.append(members)
         self.roles.append(roles)
         self.avoid.append(avoid)
@@ -108,6 +112,7 @@ class Waiting:
         self.played[:n] = self.played[kept]
         self.home[:n] = self.home[kept]
         self.first_role[:n] = self.first_role[kept]
+        self.requeued[:n] = self.requeued[kept]
         if self.latency is not None:
             self.latency[:n] = self.latency[kept]
         rows_kept = kept.tolist()

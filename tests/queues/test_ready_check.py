@@ -7,12 +7,13 @@ import asyncio
 import datetime as dt
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 from redis.asyncio import Redis
 
-from app.queues.store import NewTicket, ProposalClaim, QueueStore, new_ids
+from app.queues.store import NewTicket, ProposalClaim, QueueStore, TicketState, new_ids
 from tests.queues.helpers import make_mode, render_pending
 
 OPEN = {"quality_start": 0.0, "quality_floor": 0.0}
@@ -171,6 +172,117 @@ async def test_the_deadline_fails_the_proposal_with_no_client_call_and_wakes_lon
     assert late.status_code == 409 and "had not answered" in late.json()["detail"]
 
 
+async def poll(http: httpx.AsyncClient, mode: str, ticket: str, seen: str | None = None) -> dict[str, Any]:
+    """A long-poll of the ticket, as a task's result; it waits up to 30 s, so a test bounding it
+    by 10 s sees a poll that waited for no change fail."""
+    query = "?wait=30" if seen is None else f"?wait=30&seen={seen}"
+    response = await asyncio.wait_for(http.get(f"/v1/queues/{mode}/tickets/{ticket}{query}"), 10)
+    assert response.status_code == 200, response.text
+    found: dict[str, Any] = response.json()
+    return found
+
+
+def where(ticket: dict[str, Any]) -> str:
+    """Where a poll's answer leaves the ticket, as `seen` says it (docs/api.md)."""
+    match = ticket["match"]
+    return match["proposal_id"] if match is not None and match["state"] == "pending" else ticket["status"]
+
+
+async def test_a_long_poll_wakes_on_each_change_of_a_ready_checks_ticket(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    client.headers.update(admin_headers)
+    mode = await make_mode(client, admin_headers, accept_timeout_s=60, **OPEN)
+    mine = await enqueue(client, mode, "wk-me")
+    other = await enqueue(client, mode, "wk-1")
+    # queued -> pending
+    woken = asyncio.create_task(poll(client, mode, mine, "queued"))
+    (first,) = (await client.post(f"/v1/queues/{mode}/matchmake")).json()["matches"]
+    assert where(await woken) == first["proposal_id"]
+    assert (await answer(client, mode, first["proposal_id"], "accept", "wk-me")).status_code == 200
+    # pending -> failed: put back in the queue
+    woken = asyncio.create_task(poll(client, mode, mine, first["proposal_id"]))
+    await asyncio.sleep(0.2)
+    assert (await answer(client, mode, first["proposal_id"], "decline", "wk-1")).status_code == 200
+    back = await woken
+    assert (back["status"], back["match"]) == ("queued", None)
+    assert (await client.get(f"/v1/queues/{mode}/tickets/{other}")).json()["status"] == "cancelled"
+    # queued -> pending again, in a new proposal
+    await enqueue(client, mode, "wk-2")
+    woken = asyncio.create_task(poll(client, mode, mine, "queued"))
+    (second,) = (await client.post(f"/v1/queues/{mode}/matchmake")).json()["matches"]
+    assert where(await woken) == second["proposal_id"] != first["proposal_id"]
+    # pending -> accepted
+    assert (await answer(client, mode, second["proposal_id"], "accept", "wk-me")).status_code == 200
+    woken = asyncio.create_task(poll(client, mode, mine, second["proposal_id"]))
+    await asyncio.sleep(0.2)
+    assert (await answer(client, mode, second["proposal_id"], "accept", "wk-2")).json()["state"] == "accepted"
+    done = await woken
+    assert (done["status"], done["match"]["proposal_id"], done["match"]["state"]) == (
+        "matched",
+        second["proposal_id"],
+        "accepted",
+    )
+    # Settled: any poll answers at once, whatever it says it saw.
+    assert where(await poll(client, mode, mine, second["proposal_id"])) == "matched"
+
+
+async def test_a_ticket_put_back_and_matched_again_between_two_polls_answers_the_next_at_once(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    """Issue 38's pitfall: the client saw its ticket in a pending proposal and accepted; before
+    its next poll, another player declined, the ticket went back and the lobby matched it
+    again. A poll that took the new proposal for where it started would wait out that
+    proposal's deadline, unanswered; told what the client saw, it answers at once."""
+    client.headers.update(admin_headers)
+    mode = await make_mode(client, admin_headers, accept_timeout_s=60, **OPEN)
+    mine = await enqueue(client, mode, "rm-me")
+    await enqueue(client, mode, "rm-1")
+    (first,) = (await client.post(f"/v1/queues/{mode}/matchmake")).json()["matches"]
+    assert (await answer(client, mode, first["proposal_id"], "accept", "rm-me")).status_code == 200
+    assert (await answer(client, mode, first["proposal_id"], "decline", "rm-1")).status_code == 200
+    await enqueue(client, mode, "rm-2")
+    (second,) = (await client.post(f"/v1/queues/{mode}/matchmake")).json()["matches"]
+    assert mine in second["ticket_ids"]
+    seen = await poll(client, mode, mine, first["proposal_id"])
+    assert (seen["status"], seen["match"]["proposal_id"], seen["match"]["state"]) == (
+        "matched",
+        second["proposal_id"],
+        "pending",
+    )
+    # And told the client saw it queued (the answer of a poll that woke on the failure).
+    assert where(await poll(client, mode, mine, "queued")) == second["proposal_id"]
+    # Told the client saw the new proposal, it waits for news of it, as any poll does.
+    waiting = asyncio.create_task(poll(client, mode, mine, second["proposal_id"]))
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    assert (await answer(client, mode, second["proposal_id"], "decline", "rm-2")).status_code == 200
+    assert where(await waiting) == "cancelled"  # it had not accepted the new proposal yet
+
+
+async def test_a_poll_woken_by_a_failure_then_polling_from_its_answer_never_misses_the_next_proposal(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    """The lobby's next matchmaking races the poll that a decline woke: it answers the ticket
+    queued again, or already in its next proposal; polling on from that answer finds the new
+    proposal at once either way."""
+    client.headers.update(admin_headers)
+    mode = await make_mode(client, admin_headers, accept_timeout_s=60, **OPEN)
+    mine = await enqueue(client, mode, "rc-me")
+    await enqueue(client, mode, "rc-1")
+    (first,) = (await client.post(f"/v1/queues/{mode}/matchmake")).json()["matches"]
+    await enqueue(client, mode, "rc-2")
+    assert (await answer(client, mode, first["proposal_id"], "accept", "rc-me")).status_code == 200
+    woken = asyncio.create_task(poll(client, mode, mine, first["proposal_id"]))
+    await asyncio.sleep(0.2)
+    assert (await answer(client, mode, first["proposal_id"], "decline", "rc-1")).status_code == 200
+    (second,) = (await client.post(f"/v1/queues/{mode}/matchmake")).json()["matches"]
+    answered = await woken
+    assert where(answered) in ("queued", second["proposal_id"])
+    latest = answered if where(answered) != "queued" else await poll(client, mode, mine, "queued")
+    assert where(latest) == second["proposal_id"]
+
+
 async def test_only_one_sweeper_fails_an_overdue_proposal(redis_url: str) -> None:
     redis = Redis.from_url(redis_url)
     try:
@@ -199,6 +311,70 @@ async def test_only_one_sweeper_fails_an_overdue_proposal(redis_url: str) -> Non
         body = await store.proposal(claimed[0][1])
         assert body is not None and json.loads(body)["state"] == "failed"
     finally:
+        await redis.aclose()
+
+
+class Interleaved(Redis):
+    """A client on the real Redis that lets another caller's step fall between two of its
+    commands: armed with a step, it runs that step once, just before its second command from
+    then on (what a busy server may do to any read made of several commands)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.step: Callable[[], Awaitable[object]] | None = None
+        self.commands = 0
+
+    def arm(self, step: Callable[[], Awaitable[object]]) -> None:
+        self.step, self.commands = step, 0
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        self.commands += 1
+        if self.commands == 2 and self.step is not None:
+            step, self.step = self.step, None
+            await step()
+        return await super().execute_command(*args, **options)
+
+
+async def test_a_ticket_a_decline_puts_back_while_it_is_read_reads_queued_never_unknown(
+    redis_url: str,
+) -> None:
+    """The live simulator's 404: a ticket whose proposal failed (the other player declined)
+    went back to the pool between a reader's read of the pool and of its status, and read as
+    no ticket at all; or read as matched in a failed proposal once its status came before the
+    failure and its proposal after."""
+    redis = Redis.from_url(redis_url)
+    reader = Interleaved.from_url(redis_url)
+    try:
+        mode = f"torn-{new_ids(1, time.time())[0][8:16]}"
+        store, reading = QueueStore(redis, mode), QueueStore(reader, mode)
+        now = time.time()
+        tickets = [NewTicket(i, [f"tr-{n}"], [(25.0, 8.0)], "{}") for n, i in enumerate(new_ids(2, now))]
+        assert await store.enqueue(tickets, now, 60.0) == [0, 0]
+        stays, leaves = (t.ticket_id for t in tickets)
+        ids = [stays, leaves]
+        waiting = await store.waiting(now, 60.0)
+        ((_, proposal),) = await store.claim(
+            waiting, [ProposalClaim([[0], [1]], 0.5, 0.0)], now, 60.0, render_pending, deadline=now + 30.0
+        )
+        assert await store.settle(proposal, ids, "accepted", ["tr-0"], now, 60.0) is not None
+        matched = await reading.ticket(stays, now)  # (also loads the reader's scripts)
+        assert matched is not None and matched.status == "matched"
+
+        async def decline() -> None:
+            settled = await store.settle(proposal, ids, "declined", ["tr-1"], now, 60.0)
+            assert settled is not None and settled.state == "failed"
+
+        reader.arm(decline)
+        state = await reading.ticket(stays, now)
+        assert reader.step is None  # the decline did fall inside the read
+        assert state is not None and (state.status, state.match) == ("queued", None)
+        assert (await store.ticket(leaves, now)).status == "cancelled"  # type: ignore[union-attr]
+        # A long-poll's wake-up reads statuses, then their proposals: a status read before the
+        # failure (as written here) with its proposal read after it reads as no news yet.
+        await redis.hset(store.keys.done(stays), stays, f"matched {proposal}")
+        assert await store.finished([stays, leaves]) == [None, TicketState("cancelled", None)]
+    finally:
+        await reader.aclose()
         await redis.aclose()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,7 @@ def test_compare_writes_one_report_of_both(tmp_path: Path) -> None:
         (("size = 60", "size = 1"), "population.size: must be at least 2, got 1"),
         (
             ("[sessions]", "[sessions]\ndecline_probability = 0.1"),
-            "sessions.decline_probability: declines need",
+            "sessions.decline_probability: needs the ready check (set mode.accept_timeout_s)",
         ),
         (("team_size = 1", "team_size = 1\nquality_floor = 2"), "mode.quality_floor: Input should be less"),
         (('duration = "10m"', 'duration = "ten"'), "duration: must be seconds or a string"),
@@ -143,3 +144,17 @@ def test_the_key_is_hidden_from_the_quoted_command() -> None:
         "--url",
         "u",
     ]
+
+
+def test_a_comparison_of_a_mode_with_and_without_the_ready_check(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.toml", TINY)
+    ready = TINY.replace("team_size = 1", "team_size = 1\naccept_timeout_s = 10").replace(
+        "[sessions]", "[sessions]\ndecline_probability = 0.1"
+    )
+    b = write(tmp_path, "b.toml", ready)
+    out = tmp_path / "ab"
+    assert main(["simulate", "--compare", str(a), str(b), "--out", str(out)]) == 0
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert "| mode.accept_timeout_s | (default) | 10 |" in text
+    # The ready check's headline row: none for the first, its proposals for the second.
+    assert re.search(r"^\| ready check \| – \| [\d,]+ proposals, [\d.]+% failed", text, re.MULTILINE)

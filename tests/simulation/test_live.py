@@ -3,12 +3,14 @@ over HTTP, with nothing lost."""
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
 from app.client import AsyncClient
 from app.simulation.live import LiveRun, _read_ratings
 from app.simulation.population import Streams, build
-from app.simulation.record import MATCHED
+from app.simulation.record import DECLINED, MATCHED
 from tests.conftest import ADMIN_KEY
 from tests.simulation.helpers import scenario
 
@@ -155,3 +157,57 @@ async def test_a_short_live_free_for_all_plays_and_rates_its_smaller_matches(liv
     assert int(run.games.sum()) == int(run.match_players.sum())
     held = await leaderboard(live_server, live.mode)
     assert sum(count for _, _, count in held.values()) == int(run.match_players.sum())
+
+
+async def warm_up(url: str) -> None:
+    """One proposal answered on a mode of its own, before a run that counts proposals: a server
+    process's first matchmaking call and answers cost it seconds on a loaded machine (a cold
+    first call was seen to take half of a 12 s run, and the run to see no proposal at all)."""
+    mode = f"warm-{secrets.token_hex(3)}"
+    async with AsyncClient(url, ADMIN_KEY) as api:
+        await api.put_mode(
+            mode, teams=2, team_size=1, quality_start=0.0, quality_floor=0.0, accept_timeout_s=5
+        )
+        for player in ("w1", "w2"):
+            await api.create_ticket(mode, {"players": [f"{mode}-{player}"]})
+        (proposal,) = (await api.matchmake(mode)).matches
+        await api.decline_proposal(mode, proposal.proposal_id, [proposal.teams[0][0]])
+
+
+async def test_a_short_live_run_with_declines_answers_every_proposal_and_loses_nothing(
+    live_server: str,
+) -> None:
+    await warm_up(live_server)
+    declining = scenario(
+        "live-ready",
+        duration="12s",
+        population={"size": 40},
+        arrivals={"players_per_second": 1.0, "initial_share": 0.6},
+        sessions={
+            "matches": 5,
+            "fixed": False,
+            "pause_seconds": 0.2,
+            "match_seconds": 1.0,
+            "decline_probability": 0.2,
+        },
+        mode={"teams": 2, "team_size": 1, "relax_seconds": 2, "accept_timeout_s": 5},
+        matchmaker={"interval_seconds": 0.1},
+    )
+    players = build(declining, Streams.of(declining.seed).population)
+    live = LiveRun(declining, players, live_server, ADMIN_KEY)
+    run = await live.run()
+    assert run.errors == ()
+    assert run.lost_results == 0
+    assert run.ready_check
+    # The 24 players online at the start alone make 12 proposals; a fifth of players decline.
+    assert run.proposals >= 12
+    assert run.proposals_failed >= 1
+    # Every proposal the players answered was either played (accepted) or failed.
+    assert run.proposals == run.matches + run.proposals_failed
+    assert (run.ticket_outcome == DECLINED).sum() >= run.proposals_failed
+    assert int(run.games.sum()) == 2 * run.matches
+    held = await leaderboard(live_server, live.mode)
+    assert sum(count for _, _, count in held.values()) == 2 * run.matches
+    # The tickets a decline put back in the queue kept waiting, and say how they left.
+    assert len(run.requeued_extra_wait) >= 1
+    assert (run.requeued_extra_wait >= 0).all()

@@ -88,10 +88,33 @@ def test_durations_take_a_unit(text: object, seconds: float) -> None:
         ("duration", "soon", "duration: must be seconds or a string such as"),
         ("seed", -1, "seed: must be at least 0, got -1"),
         ("extra", 1, "extra: unknown key"),
+        ("mode.accept_timeout_s", 0, "mode.accept_timeout_s: Input should be greater than or equal to 1"),
+        ("mode.accept_timeout_s", 301, "mode.accept_timeout_s: Input should be less than or equal to 300"),
+        (
+            "sessions.decline_probability",
+            0.1,
+            "sessions.decline_probability: needs the ready check (set mode.accept_timeout_s)",
+        ),
     ],
 )
 def test_a_bad_value_is_one_line_naming_its_key(path: str, value: Any, expected: str) -> None:
     assert error_of(with_(path, value)).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(-0.1, "at least 0"), (1.5, "at most 1"), ("often", "a finite")]
+)
+def test_decline_probability_is_a_chance_under_the_ready_check(value: Any, expected: str) -> None:
+    data = with_("mode.accept_timeout_s", 10)
+    data["sessions"] = {"decline_probability": value}
+    message = error_of(data)
+    assert message.startswith("sessions.decline_probability: ")
+    assert expected in message
+    data["sessions"] = {"decline_probability": 0.25}
+    read_back = scenario_of(data, "ready")
+    assert read_back.sessions.decline_probability == 0.25
+    assert read_back.mode.accept_timeout_s == 10.0
+    assert scenario_of(base(), "none").mode.accept_timeout_s is None
 
 
 @pytest.mark.parametrize("path", sorted(NOT_YET))

@@ -46,3 +46,26 @@ def test_the_report_links_every_chart_it_writes_and_answers_the_targets() -> Non
     assert re.search(r"^\| eu \| \d+ \|", text, re.MULTILINE)
     assert re.search(r"^\| na \| \d+ \|", text, re.MULTILINE)
     assert "`skillservice simulate tiny.toml --out report`" in text
+    assert "Ready check" not in headings
+
+
+def test_a_ready_check_gets_its_table_of_failures_and_extra_waits() -> None:
+    declining = scenario(
+        mode={"teams": 2, "team_size": 1, "accept_timeout_s": 10}, sessions={"decline_probability": 0.1}
+    )
+    players = population(declining)
+    run = run_virtual(declining, players)
+    text = single(
+        Result(declining, run, None, players.skill.copy(), "skillservice simulate ready.toml")
+    ).markdown
+    section = text.split("## Ready check", 1)[1].split("\n## ", 1)[0]
+    failed = re.search(
+        r"^\| failed \(a player declined\) \| ([\d,]+) \(([\d.]+)%\) \|$", section, re.MULTILINE
+    )
+    assert failed is not None
+    assert int(failed.group(1).replace(",", "")) == run.proposals_failed > 0
+    assert float(failed.group(2)) == round(100 * run.proposals_failed / run.proposals, 1)
+    assert re.search(
+        r"^\| their extra wait \| p50 [\d.]+ s, p90 [\d.]+ s, p99 [\d.]+ s \|$", section, re.MULTILINE
+    )
+    assert re.search(r"^\| ready check \| [\d,]+ proposals, [\d.]+% failed", text, re.MULTILINE)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.matchmaking.pool import Match
-from app.simulation.record import EXPIRED, LEFT_AT_END, MATCHED
+from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED
 from app.simulation.scenario import Scenario
 from app.simulation.virtual import VirtualClock, run_virtual
 from tests.simulation.helpers import population, scenario
@@ -227,3 +227,84 @@ def test_a_free_for_all_shrinks_with_the_wait_and_each_size_is_played_and_rated(
     random = run_virtual(ffa, population(ffa), "random")
     assert set(random.match_players.tolist()) - {8}
     assert min(random.match_players.tolist()) >= 4
+
+
+READY = {"teams": 2, "team_size": 2, "accept_timeout_s": 10}
+
+
+def test_a_ready_check_nobody_declines_plays_the_run_without_it() -> None:
+    without = scenario(mode={"teams": 2, "team_size": 2}, parties={"1": 0.7, "2": 0.3})
+    checked = scenario(mode=READY, parties={"1": 0.7, "2": 0.3}, sessions={"decline_probability": 0.0})
+    plain, ready = run_virtual(without, population(without)), run_virtual(checked, population(checked))
+    assert plain.matches > 50
+    for name in ("match_formed", "match_quality", "match_outcome", "ticket_waited", "games", "mu", "sigma"):
+        assert np.array_equal(columns(plain)[name], columns(ready)[name]), name  # type: ignore[arg-type]
+    assert (ready.ready_check, ready.proposals, ready.proposals_failed) == (True, ready.matches, 0)
+    assert not plain.ready_check
+    assert len(ready.requeued_extra_wait) == 0
+
+
+def test_declines_are_deterministic_for_a_seed() -> None:
+    declining = scenario(mode=READY, parties={"1": 0.7, "2": 0.3}, sessions={"decline_probability": 0.05})
+    one = run_virtual(declining, population(declining))
+    two = run_virtual(declining, population(declining))
+    assert one.proposals_failed > 0
+    for name, value in columns(one).items():
+        if name == "wall_seconds":
+            continue
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, columns(two)[name], equal_nan=True), name
+        else:
+            assert value == columns(two)[name], name
+
+
+class Watched(VirtualClock):
+    """The virtual clock, noting each call's decliners and the players of the matches it plays."""
+
+    def __init__(self, of: Scenario) -> None:
+        super().__init__(of, population(of))
+        self.declined: list[tuple[float, set[int]]] = []
+        self.played: dict[float, set[int]] = {}
+
+    def _ready_check(self, matches: list[Match], now: float) -> tuple[list[Match], np.ndarray]:  # type: ignore[type-arg]
+        accepted, cancelled = super()._ready_check(matches, now)
+        members = {p for row in cancelled.tolist() for p in self.waiting.members[row]}
+        self.declined.append((now, members))
+        return accepted, cancelled
+
+    def _play(self, matches: list[Match], teams: int, size: int, now: float) -> None:
+        sessions = self.waiting.session
+        for match in matches:
+            for row in match.rows:
+                self.played.setdefault(now, set()).update(self.sessions[int(sessions[row])].players.tolist())
+        super()._play(matches, teams, size, now)
+
+
+def test_a_decliner_never_plays_the_match_it_declined_and_the_others_queue_again() -> None:
+    declining = scenario(mode=READY, parties={"1": 0.7, "2": 0.3}, sessions={"decline_probability": 0.1})
+    clock = Watched(declining)
+    run = clock.run()
+    assert run.proposals_failed > 0
+    assert any(members for _, members in clock.declined)
+    for now, members in clock.declined:
+        assert not members & clock.played.get(now, set())
+    # Every match's players played it, and no ticket both matched and was declined.
+    assert int(run.games.sum()) == 4 * run.matches
+    matched = run.ticket_outcome == MATCHED
+    assert int(run.ticket_players[matched].sum()) == 4 * run.matches
+    assert (run.ticket_outcome == DECLINED).sum() >= run.proposals_failed
+    assert run.proposals == run.matches + run.proposals_failed
+    # The tickets put back waited on: most were matched later, after some extra wait.
+    assert len(run.requeued_extra_wait) > 0
+    assert (run.requeued_extra_wait >= 0).all()
+    assert (run.requeued_outcome == MATCHED).any()
+
+
+def test_when_everyone_declines_no_match_is_played() -> None:
+    refusing = scenario(mode=READY, sessions={"decline_probability": 1.0})
+    run = run_virtual(refusing, population(refusing))
+    assert run.proposals > 0
+    assert run.proposals_failed == run.proposals
+    assert run.matches == 0
+    assert int(run.games.sum()) == 0
+    assert set(run.ticket_outcome.tolist()) <= {DECLINED, EXPIRED, LEFT_AT_END}
