@@ -252,7 +252,9 @@ def composed_table(pool: int, found: dict[str, Any]) -> None:
     )
 
 
-async def run(base: str, key: str, pool: int, producers: int, only: str | None) -> None:
+async def run(
+    base: str, key: str, pool: int, producers: int, only: str | None, dump_path: str | None = None
+) -> None:
     rng = random.Random(1)
     if only in ("roles", "ffa"):
         async with httpx.AsyncClient(
@@ -277,7 +279,10 @@ async def run(base: str, key: str, pool: int, producers: int, only: str | None) 
         async with httpx.AsyncClient(
             base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120
         ) as http:
-            phases = await estimates_case(http, rate=10.0, warmup=30.0, phase=30.0)
+            dump: list[dict[str, object]] | None = [] if dump_path else None
+            phases = await estimates_case(http, rate=10.0, warmup=30.0, phase=30.0, dump=dump)
+        if dump_path:
+            Path(dump_path).write_text(json.dumps(dump))
         for name, estimated, matched, error, wait in phases:
             print(
                 f"| wait estimates, 1v1, {'20' if name == 'doubled' else '10'} tickets/s ({name}): "
@@ -372,7 +377,12 @@ async def stats_case(http: httpx.AsyncClient, pool: int, reads: int = 500) -> tu
 
 
 async def estimates_case(
-    http: httpx.AsyncClient, rate: float, warmup: float, phase: float, players: int = 3000
+    http: httpx.AsyncClient,
+    rate: float,
+    warmup: float,
+    phase: float,
+    players: int = 3000,
+    dump: list[dict[str, object]] | None = None,
 ) -> list[tuple[str, int, int, float, float]]:
     """Per phase (name, tickets with an estimate, tickets matched, median relative error,
     median wait)."""
@@ -385,9 +395,12 @@ async def estimates_case(
     names = [f"e{i}" for i in range(players)]
     semaphore = asyncio.Semaphore(64)
 
+    ratings: dict[str, tuple[float, float]] = {}
+
     async def seed(player: str) -> None:
         async with semaphore:
             rating = {"mu": rng.gauss(25, 8), "sigma": rng.uniform(1, 3)}
+            ratings[player] = (rating["mu"], rating["sigma"])
             (await http.put(f"/v1/players/{player}/ratings/{mode}", json=rating)).raise_for_status()
 
     await asyncio.gather(*(seed(name) for name in names))
@@ -434,6 +447,11 @@ async def estimates_case(
                         continue
                     player, at, estimate, name = found
                     free.insert(0, player)
+                    if dump is not None:
+                        dump.append(
+                            {"player": player, "rating": ratings[player], "queued": at - started,
+                             "matched": now - started, "estimate": estimate, "phase": name}
+                        )  # fmt: skip
                     if name in errors:
                         counts[name][1] += 1
                         if estimate is not None:
@@ -490,9 +508,13 @@ def main() -> None:
         choices=["latency", "roles", "ffa", "stats", "estimates"],
         help="run one case alone (roles and ffa: with 5v5 beside)",
     )
+    parser.add_argument(
+        "--dump",
+        help="with --only estimates: write each matched ticket's rating, times and estimate here (JSON)",
+    )
     args = parser.parse_args()
     with serving("queue", workers=args.workers) as served:
-        asyncio.run(run(served.base, served.key, args.pool, args.producers, args.only))
+        asyncio.run(run(served.base, served.key, args.pool, args.producers, args.only, args.dump))
 
 
 if __name__ == "__main__":

@@ -529,41 +529,45 @@ async def _count(
         await statistics.refresh_estimates(now, beta)
 
 
-async def queue_statistics(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStatisticsOut:
-    """The queue's statistics: who waits, by region, and its recent matches' waits and
+async def queue_statistics(session: AsyncSession, redis: RedisClient, mode: str) -> bytes:
+    """The JSON of QueueStatisticsOut: who waits, by region, and its recent matches' waits and
     qualities over the last 1, 5 and 15 minutes. The waiting counts are those of the latest
-    matchmaking call (counted from the pool when there is none from the last few seconds)."""
+    matchmaking call; when there is none from the last few seconds, one reader across the
+    instances counts them from the pool again while the others serve the latest ones."""
     rules = await modes.resolve(session, mode)
     statistics = QueueStatistics(redis, mode)
     now = time.time()
-    counted = await statistics.waiting()
-    if counted is None or now - counted.counted_at > WAITING_STALE_S:
+    counted, windows = await statistics.read(now)
+    if (counted is None or now - counted.counted_at > WAITING_STALE_S) and (
+        await statistics.claim_count() or counted is None
+    ):
         waiting = await QueueStore(redis, mode).waiting(now, rules.ticket_ttl)
         left = np.ones(len(waiting.pool), dtype=np.bool_)
         counted = await statistics.count_waiting(
             waiting.pool, pool_regions(waiting.pool, waiting.values), left, now
         )
-    windows = await statistics.windows(now)
     regions = sorted(counted.by_region.items(), key=lambda item: (item[0] is None, item[0] or ""))
-    return QueueStatisticsOut(
-        tickets=sum(t for t, _ in counted.by_region.values()),
-        players=sum(p for _, p in counted.by_region.values()),
-        counted_at=dt.datetime.fromtimestamp(counted.counted_at, dt.UTC),
-        regions=[RegionWaiting(region=name, tickets=t, players=p) for name, (t, p) in regions],
-        windows=[
-            WindowStats(
-                minutes=window.minutes,
-                matches=window.matches,
-                tickets_matched=window.tickets,
-                wait_p50_s=waits.percentile(window.waits, 0.5, wait=True),
-                wait_p90_s=waits.percentile(window.waits, 0.9, wait=True),
-                wait_p99_s=waits.percentile(window.waits, 0.99, wait=True),
-                quality_p10=waits.percentile(window.qualities, 0.1, wait=False),
-                quality_p50=waits.percentile(window.qualities, 0.5, wait=False),
-                quality_p90=waits.percentile(window.qualities, 0.9, wait=False),
-            )
-            for window in windows
-        ],
+    return to_json(
+        QueueStatisticsOut.model_construct(
+            tickets=sum(t for t, _ in counted.by_region.values()),
+            players=sum(p for _, p in counted.by_region.values()),
+            counted_at=dt.datetime.fromtimestamp(counted.counted_at, dt.UTC),
+            regions=[RegionWaiting(region=name, tickets=t, players=p) for name, (t, p) in regions],
+            windows=[
+                WindowStats(
+                    minutes=window.minutes,
+                    matches=window.matches,
+                    tickets_matched=window.tickets,
+                    wait_p50_s=waits.percentile(window.waits, 0.5, wait=True),
+                    wait_p90_s=waits.percentile(window.waits, 0.9, wait=True),
+                    wait_p99_s=waits.percentile(window.waits, 0.99, wait=True),
+                    quality_p10=waits.percentile(window.qualities, 0.1, wait=False),
+                    quality_p50=waits.percentile(window.qualities, 0.5, wait=False),
+                    quality_p90=waits.percentile(window.qualities, 0.9, wait=False),
+                )
+                for window in windows
+            ],
+        )
     )
 
 

@@ -20,9 +20,10 @@ of the layout (docs/upgrades.md: older releases never read them):
 
 A matchmaking call adds its matches to the current quarter's hashes (RECORD), which expire
 after the longest window: the structure is bounded by 61 hashes of at most a few hundred
-counters, whatever the traffic. Reading the statistics merges those hashes in one script
-(MERGE) and reads the waiting counts, which every matchmaking call refreshes from the pool
-it read anyway: a read never walks the pool. Recording is not in the claim's script: an
+counters, whatever the traffic. Reading the statistics is one script (READ): the waiting
+counts, which every matchmaking call refreshes from the pool it read anyway, and those hashes
+merged (MERGE). A read walks the pool only when no matchmaking call counted it for
+WAITING_STALE_S, and then one reader across the instances does (claim_count). Recording is not in the claim's script: an
 instance that dies between the two leaves its last call's matches uncounted (statistics,
 not bookkeeping).
 """
@@ -96,12 +97,12 @@ return 0
 
 # KEYS: quarter hashes, newest first. ARGV: how many of them each window takes (ascending).
 # Returns per window its hashes' counters added up, as a flat field, count list.
-MERGE = """
+MERGE_BODY = """
 local sums, out, window = {}, {}, 1
-for k = 1, #KEYS do
+for k = FIRST, #KEYS do
   local all = redis.call('HGETALL', KEYS[k])
   for i = 1, #all, 2 do sums[all[i]] = (sums[all[i]] or 0) + tonumber(all[i + 1]) end
-  while window <= #ARGV and tonumber(ARGV[window]) == k do
+  while window <= #ARGV and tonumber(ARGV[window]) == k - FIRST + 1 do
     local flat = {}
     for field, count in pairs(sums) do
       flat[#flat + 1] = field
@@ -111,8 +112,11 @@ for k = 1, #KEYS do
     window = window + 1
   end
 end
-return out
 """
+MERGE = "local FIRST = 1\n" + MERGE_BODY + "return out\n"
+# The statistics' read, one round trip: KEYS[1] the waiting counts, then MERGE's. Returns the
+# counts' text (false when none) and MERGE's windows.
+READ = "local FIRST = 2\n" + MERGE_BODY + "return {redis.call('GET', KEYS[1]), out}\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,21 +170,19 @@ class QueueStatistics:
         keys = [self._quarters("stats", now)[0], self._quarters("waits", now)[0]]
         await run(self.redis, RECORD, keys, args)
 
-    async def windows(self, now: float) -> list[Window]:
-        merged = await run(self.redis, MERGE, self._quarters("stats", now), QUARTERS)
-        found = []
-        for minutes, flat in zip(WINDOWS_MIN, merged, strict=True):
-            counts = _pairs(flat)
-            found.append(
-                Window(
-                    minutes,
-                    counts.get("m", 0),
-                    counts.get("t", 0),
-                    {int(f[1:]): c for f, c in counts.items() if f[0] == "w"},
-                    {int(f[1:]): c for f, c in counts.items() if f[0] == "q"},
-                )
-            )
-        return found
+    async def read(self, now: float) -> tuple[Waiting | None, list[Window]]:
+        """The latest waiting counts and the windows' statistics, in one round trip: a script
+        that reads a string and at most 61 small hashes, whatever the pool holds. (Called
+        directly, not through `run`: a read waits for no replica.)"""
+        keys = [self.prefix + "waiting", *self._quarters("stats", now)]
+        text, merged = await self.redis.register_script(READ)(keys, QUARTERS)
+        return (_waiting(text) if text else None), _windows(merged)
+
+    async def claim_count(self) -> bool:
+        """Whether this caller is the one to count the waiting tickets from the pool, when no
+        matchmaking call counted them lately: one caller per WAITING_STALE_S across instances,
+        the others serve the latest counts (with their counted_at) meanwhile."""
+        return bool(await self.redis.set(self.prefix + "counting", "1", nx=True, ex=int(WAITING_STALE_S)))
 
     async def refresh_estimates(self, now: float, beta: float) -> None:
         """Rebuild every class's estimate: the waits of the shortest window that holds
@@ -304,13 +306,7 @@ class QueueStatistics:
 
     async def waiting(self) -> Waiting | None:
         text = await self.redis.get(self.prefix + "waiting")
-        if text is None:
-            return None
-        found = json.loads(text)
-        return Waiting(
-            found["counted_at"],
-            {(None if name == "" else name): (t, p) for name, t, p in found["regions"]},
-        )
+        return None if text is None else _waiting(text)
 
     async def count_waiting(
         self, pool: Pool, regions: tuple[list[str | None], Any], left: Any, now: float
@@ -375,6 +371,30 @@ def _attribute_region(attributes: bytes) -> str | None:
         return None
     region = json.loads(attributes).get("region")
     return region if isinstance(region, str) else None
+
+
+def _waiting(text: Any) -> Waiting:
+    found = json.loads(text)
+    return Waiting(
+        found["counted_at"],
+        {(None if name == "" else name): (t, p) for name, t, p in found["regions"]},
+    )
+
+
+def _windows(merged: Any) -> list[Window]:
+    found = []
+    for minutes, flat in zip(WINDOWS_MIN, merged, strict=True):
+        counts = _pairs(flat)
+        found.append(
+            Window(
+                minutes,
+                counts.get("m", 0),
+                counts.get("t", 0),
+                {int(f[1:]): c for f, c in counts.items() if f[0] == "w"},
+                {int(f[1:]): c for f, c in counts.items() if f[0] == "q"},
+            )
+        )
+    return found
 
 
 def _text(value: Any) -> str:

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from redis.asyncio import Redis
 
-from app.queues.statistics import QueueStatistics
+from app.matchmaking import waits
+from app.matchmaking.pool import Pool
+from app.queues.statistics import QueueStatistics, Waiting, Window
 from app.queues.store import NewTicket, QueueStore, new_ids
 from tests.queues.helpers import make_mode
 
@@ -143,3 +145,34 @@ async def test_a_queued_tickets_status_carries_its_estimate(
     assert status["status"] == "queued" and 0.9 <= status["estimated_wait_s"] <= 1.5
     matched = (await client.get(f"/v1/queues/{mode}/tickets/{first}")).json()
     assert matched["status"] == "matched" and matched["estimated_wait_s"] is None
+
+
+async def test_the_statistics_read_counts_each_window_exactly(redis_url: str) -> None:
+    redis = Redis.from_url(redis_url)
+    try:
+        mode = f"windows-{new_ids(1, time.time())[0][8:16]}"
+        statistics = QueueStatistics(redis, mode)
+        now = time.time()
+        assert await statistics.read(now) == (None, [Window(m, 0, 0, {}, {}) for m in (1, 5, 15)])
+        # Three matchmaking calls: now (two matches), 3 minutes ago (one), 10 minutes ago (one).
+        await statistics.record(now, [0.9, 0.7], np.array([1.0, 1.0, 3.0, 3.0]), ["0.0|eu"] * 4)
+        await statistics.record(now - 180, [0.5], np.array([20.0, 20.0]), ["0.0|eu"] * 2)
+        await statistics.record(now - 600, [0.3], np.array([100.0, 100.0]), ["0.0|eu"] * 2)
+        pool = Pool(
+            ["a", "b"], np.array([1, 2]), np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2, np.int64)
+        )
+        await statistics.count_waiting(pool, (["eu", None], np.array([0, 1])), np.ones(2, np.bool_), now)
+        counted, windows = await statistics.read(now)
+        assert counted == Waiting(now, {"eu": (1, 1), None: (1, 2)})
+        assert [(w.minutes, w.matches, w.tickets) for w in windows] == [(1, 2, 4), (5, 3, 6), (15, 4, 8)]
+        one, five, fifteen = windows
+        assert sum(one.waits.values()) == 4 and sum(fifteen.qualities.values()) == 4
+        assert waits.percentile(one.waits, 0.5, wait=True) == pytest.approx(1.0, rel=0.1)
+        assert waits.percentile(five.waits, 0.99, wait=True) == pytest.approx(20.0, rel=0.1)
+        assert waits.percentile(fifteen.waits, 0.99, wait=True) == pytest.approx(100.0, rel=0.1)
+        assert waits.percentile(five.qualities, 0.1, wait=False) == pytest.approx(0.5, abs=0.005)
+        # One reader recounts stale counts; the others serve the latest meanwhile.
+        assert await statistics.claim_count() is True
+        assert await statistics.claim_count() is False
+    finally:
+        await redis.aclose()
