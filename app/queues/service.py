@@ -124,9 +124,6 @@ async def _enqueue(
     if rules.accept_timeout is not None:
         await store.sweep_deadlines(now, rules.ticket_ttl)  # a failed check may free some players
     clashes = await store.enqueue(queued, now, rules.ticket_ttl)
-    arrived = [ticket for ticket, clash in zip(queued, clashes, strict=True) if clash == 0]
-    if arrived:
-        await QueueStatistics(redis, mode).arrived(arrived, rules.env.beta)
     return queued, clashes, now
 
 
@@ -479,8 +476,7 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     rows = [row for index, _ in won for row in matches[index].rows]
     waited = claimed_at - now + waiting.pool.waited[rows]
     metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), waited)
-    players = rules.shape.teams * rules.shape.team_size
-    await _count(redis, mode, rules.env.beta, players, waiting, rows, qualities, waited, (now, claimed_at))
+    await _count(redis, mode, rules.env.beta, waiting, rows, qualities, waited, (now, claimed_at))
     return to_json(MatchmakeOut.model_construct(matches=[proposals[proposal_id] for _, proposal_id in won]))
 
 
@@ -488,7 +484,6 @@ async def _count(
     redis: RedisClient,
     mode: str,
     beta: float,
-    players: int,
     waiting: Waiting,
     rows: list[int],
     qualities: list[float],
@@ -509,21 +504,12 @@ async def _count(
         for band, uncertainty, code in zip(bands, uncertain, codes[rows].tolist(), strict=True)
     ]
     started, now = times
-    await statistics.record(now, qualities, waited, classes)
+    interval = await statistics.pulse(started, now)
+    calls = waits.calls_waited(pool.waited[rows], interval).tolist()
+    await statistics.record(now, qualities, waited, classes, calls)
     left = np.ones(len(pool), dtype=np.bool_)
     left[rows] = False
     await statistics.count_waiting(pool, regions, left, now)
-    # Who is left, per skill band and region, for the estimates of the tickets queued next.
-    # (Counted with one bincount over band and region folded into one number: no sort.)
-    bands = waits.skill_bands(pool.mu[left], pool.size[left], beta)
-    lowest = int(bands.min()) if len(bands) else 0
-    folded = (bands - lowest) * len(names) + codes[left]
-    counts = np.bincount(folded, weights=pool.size[left]) if len(folded) else np.zeros(0)
-    by_band = {
-        waits.band_region(int(kind) // len(names) + lowest, names[int(kind) % len(names)]): int(counts[kind])
-        for kind in np.flatnonzero(counts).tolist()
-    }
-    await statistics.pulse(started, now, players, by_band)
     if now - _estimated_at.get(mode, 0.0) >= ESTIMATE_REFRESH_S:
         _estimated_at[mode] = now
         await statistics.refresh_estimates(now, beta)

@@ -85,11 +85,11 @@ async def test_estimates_read_the_waits_of_tickets_like_the_one_asking(redis_url
         mode = f"estimate-{new_ids(1, time.time())[0][8:16]}"
         statistics = QueueStatistics(redis, mode)
         now = time.time()
-        # Skill band 0 (mean mu in [0, 10)) in eu waited 40 s; band 2 in eu 4 s; nothing in us
-        # (uncertainty band 0: sigma below 5).
+        # Skill band 0 (mean mu in [0, 10)) in eu waited 40 s, sitting through 3 calls; band 2
+        # in eu 4 s, matched by the first call; nothing in us (uncertainty band 0: sigma below 5).
         waited = np.array([40.0] * 30 + [4.0] * 30)
         classes = ["0.0|eu"] * 30 + ["2.0|eu"] * 30
-        await statistics.record(now, [0.5] * 30, waited, classes)
+        await statistics.record(now, [0.5] * 30, waited, classes, [3] * 30 + [0] * 30)
         await statistics.refresh_estimates(now, beta=10.0)
         store = QueueStore(redis, mode)
         tickets = [
@@ -99,31 +99,34 @@ async def test_estimates_read_the_waits_of_tickets_like_the_one_asking(redis_url
             NewTicket(new_ids(1, now)[0], ["far"], [(95.0, 1.0)], "{}"),
         ]
         await store.enqueue(tickets, now, 60.0)
-        estimates = []
-        for ticket in tickets:
-            value = await redis.hget(store.keys.pool, ticket.ticket_id)
-            estimates.append(await statistics.estimate(value, 0.0, now))
-        low, high, high_us, far = estimates
+        values = [await redis.hget(store.keys.pool, ticket.ticket_id) for ticket in tickets]
+
+        # No rhythm of calls yet: the median of its class's waits.
+        low, high, high_us, far = [await statistics.estimate(value, 0.0, now) for value in values]
         assert low is not None and 36 <= low <= 44
         assert high is not None and 3.6 <= high <= 4.4
         assert high_us == high  # its band's waits in any region
         assert far is not None and 3.6 <= far <= 44  # the whole queue's median
         # Never below the wait so far.
-        value = await redis.hget(store.keys.pool, tickets[1].ticket_id)
-        later = await statistics.estimate(value, 30.0, now + 30.0)
+        later = await statistics.estimate(values[1], 30.0, now + 30.0)
         assert later is None or later >= 30.0
-        # A partner of its band waits (as the latest matchmaking call left the queue): the ticket
-        # is expected at the next call, which the calls' rhythm (every 2 s here) places.
-        await statistics.pulse(now - 2.5, now - 2.4, 2, {"1|eu": 1})
-        await statistics.pulse(now - 0.5, now - 0.4, 2, {"1|eu": 1})
-        value = await redis.hget(store.keys.pool, tickets[1].ticket_id)
-        assert await statistics.estimate(value, 0.5, now + 0.5) == pytest.approx(0.5 + 1.0 + 0.1)
-        # Queued since that call, with another ticket of its band: they compete for the partner.
-        await statistics.arrived([tickets[1], tickets[1]._replace(ticket_id="0" * 32)], beta=10.0)
-        assert await statistics.estimate(value, 0.5, now + 0.5) == pytest.approx(high, rel=0.1)
-        # A later call left it waiting: the waits of its class longer than a call interval.
-        await statistics.pulse(now + 1.5, now + 1.6, 2, {"1|eu": 1, "2|eu": 1})
-        assert await statistics.estimate(value, 2.0, now + 2.0) == pytest.approx(high, rel=0.1)
+
+        # Calls every 2 s, the latest 0.5 s ago, claiming in 0.1 s: a ticket queued since is
+        # expected at the next call's answer (1.1 s from now), plus 2 s per call its class
+        # sat through.
+        assert await statistics.pulse(now - 2.5, now - 2.4) == 0.0
+        assert await statistics.pulse(now - 0.5, now - 0.4) == pytest.approx(2.0)
+        low, high, high_us, far = [await statistics.estimate(value, 0.5, now + 0.5) for value in values]
+        assert high == pytest.approx(0.5 + 1.1) and high_us == high
+        assert low == pytest.approx(0.5 + 1.1 + 3 * 2.0)
+        assert far == pytest.approx(0.5 + 1.1)  # the lower median of the whole queue's calls
+        # A call since left them waiting: one call sat through. The low band's class sat
+        # through three, two more to go; the high band's never sat through one, so its waits
+        # that long are what is left to read.
+        await statistics.pulse(now + 1.5, now + 1.6)
+        low, high = [await statistics.estimate(value, 2.0, now + 2.0) for value in values[:2]]
+        assert low == pytest.approx(2.0 + 1.6 + 2 * 2.0)
+        assert high is not None and 3.6 <= high <= 4.4
     finally:
         await redis.aclose()
 
@@ -155,9 +158,9 @@ async def test_the_statistics_read_counts_each_window_exactly(redis_url: str) ->
         now = time.time()
         assert await statistics.read(now) == (None, [Window(m, 0, 0, {}, {}) for m in (1, 5, 15)])
         # Three matchmaking calls: now (two matches), 3 minutes ago (one), 10 minutes ago (one).
-        await statistics.record(now, [0.9, 0.7], np.array([1.0, 1.0, 3.0, 3.0]), ["0.0|eu"] * 4)
-        await statistics.record(now - 180, [0.5], np.array([20.0, 20.0]), ["0.0|eu"] * 2)
-        await statistics.record(now - 600, [0.3], np.array([100.0, 100.0]), ["0.0|eu"] * 2)
+        await statistics.record(now, [0.9, 0.7], np.array([1.0, 1.0, 3.0, 3.0]), ["0.0|eu"] * 4, [0] * 4)
+        await statistics.record(now - 180, [0.5], np.array([20.0, 20.0]), ["0.0|eu"] * 2, [9] * 2)
+        await statistics.record(now - 600, [0.3], np.array([100.0, 100.0]), ["0.0|eu"] * 2, [49] * 2)
         pool = Pool(
             ["a", "b"], np.array([1, 2]), np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2, np.int64)
         )
