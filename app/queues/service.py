@@ -504,12 +504,14 @@ async def _count(
         for band, uncertainty, code in zip(bands, uncertain, codes[rows].tolist(), strict=True)
     ]
     started, now = times
-    interval = await statistics.pulse(started, now)
-    calls = waits.calls_waited(pool.waited[rows], interval).tolist()
-    await statistics.record(now, qualities, waited, classes, calls)
     left = np.ones(len(pool), dtype=np.bool_)
     left[rows] = False
     await statistics.count_waiting(pool, regions, left, now)
+    # The call's delay as a ticket sees it: to its answer (near enough: the counting below is
+    # one more round trip), not only to the claim.
+    interval = await statistics.pulse(started, time.time())
+    calls = waits.calls_waited(pool.waited[rows], interval).tolist()
+    await statistics.record(now, qualities, waited, classes, calls)
     if now - _estimated_at.get(mode, 0.0) >= ESTIMATE_REFRESH_S:
         _estimated_at[mode] = now
         await statistics.refresh_estimates(now, beta)

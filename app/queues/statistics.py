@@ -14,7 +14,7 @@ of the layout (docs/upgrades.md: older releases never read them):
                               ("<calls>:<count>"), "beta" -> the band width they were counted
                               with
     mm:v4:{mode}:pulse        hash: the latest matchmaking call's start ("at"), the mean interval
-                              between calls, its claim's delay (fields "n:…" and "a:…" of
+                              between calls, its answer's delay (fields "n:…" and "a:…" of
                               earlier releases are no longer written nor read)
     mm:v4:{mode}:waiting      string: the waiting tickets and players, by region, as counted
                               at "counted_at" (JSON)
@@ -72,7 +72,7 @@ if #ARGV > 2 + 2 * count then add(KEYS[2], 3 + 2 * count, #ARGV) end
 return 0
 """
 
-# KEYS: the pulse hash. ARGV: when a matchmaking call started, how long it took to claim,
+# KEYS: the pulse hash. ARGV: when a matchmaking call started, how long it took to answer,
 # seconds to keep the hash. The interval between calls is averaged (weight 0.2 to the latest
 # gap; gaps of a minute or more, a loop that stopped, do not count). Returns the interval.
 PULSE = """
@@ -217,10 +217,10 @@ class QueueStatistics:
         at = await self.redis.hget(self.prefix + "estimates", "at")
         return now - float(at) if at is not None else float("inf")
 
-    async def pulse(self, started: float, claimed: float) -> float:
-        """Note a matchmaking call (when it started, how long it took to claim); the calls' mean
-        interval, this one counted (0 until there were two)."""
-        args: list[str | int] = [repr(started), repr(claimed - started), KEEP_S]
+    async def pulse(self, started: float, answered: float) -> float:
+        """Note a matchmaking call (when it started, how long it took to answer); the calls'
+        mean interval, this one counted (0 until there were two)."""
+        args: list[str | int] = [repr(started), repr(answered - started), KEEP_S]
         return float(_text(await run(self.redis, PULSE, [self.prefix + "pulse"], args)))
 
     async def estimate(self, value: bytes, waited: float, now: float) -> float | None:
@@ -231,7 +231,7 @@ class QueueStatistics:
         the ticket is expected to sit through are the lower median of those its class's
         matched tickets sat through (of those that sat through at least as many as this one
         already has); the next call's answer is placed by the calls' rhythm (the latest call's
-        start, the mean interval, the latest claim's delay). Without a rhythm yet, or when none
+        start, the mean interval, the latest answer's delay). Without a rhythm yet, or when none
         of the class's tickets sat through as many calls as this one, the median of the class's
         waits at least as long as this ticket's so far. A class with too few tickets lately
         (refresh_estimates) gives way to a wider one (waits.fallbacks).
