@@ -45,7 +45,7 @@ from app.queues.schemas import (
 from app.queues.schemas import (
     QueueStatistics as QueueStatisticsOut,
 )
-from app.queues.statistics import ESTIMATE_REFRESH_S, WAITING_STALE_S, QueueStatistics, pool_regions
+from app.queues.statistics import ESTIMATE_REFRESH_S, QueueStatistics, pool_regions
 from app.queues.store import NewTicket, ProposalClaim, QueueStore, TicketState, Waiting, new_ids
 from app.queues.watch import TicketWatch
 
@@ -520,15 +520,15 @@ async def _count(
 async def queue_statistics(session: AsyncSession, redis: RedisClient, mode: str) -> bytes:
     """The JSON of QueueStatisticsOut: who waits, by region, and its recent matches' waits and
     qualities over the last 1, 5 and 15 minutes. The waiting counts are those of the latest
-    matchmaking call; when there is none from the last few seconds, one reader across the
-    instances counts them from the pool again while the others serve the latest ones."""
+    matchmaking call, as old as `counted_at` says. A read walks the pool only when no call
+    counted it within the counts' lifetime (KEEP_S: no matchmaking loop runs), and its count
+    then serves the reads after it: at 100,000 tickets a walk takes most of a second, which
+    every read behind it on the process would wait for."""
     rules = await modes.resolve(session, mode)
     statistics = QueueStatistics(redis, mode)
     now = time.time()
     counted, windows = await statistics.read(now)
-    if (counted is None or now - counted.counted_at > WAITING_STALE_S) and (
-        await statistics.claim_count() or counted is None
-    ):
+    if counted is None:
         waiting = await QueueStore(redis, mode).waiting(now, rules.ticket_ttl)
         left = np.ones(len(waiting.pool), dtype=np.bool_)
         counted = await statistics.count_waiting(

@@ -23,8 +23,8 @@ A matchmaking call adds its matches to the current quarter's hashes (RECORD), wh
 after the longest window: the structure is bounded by 61 hashes of at most a few hundred
 counters, whatever the traffic. Reading the statistics is one script (READ): the waiting
 counts, which every matchmaking call refreshes from the pool it read anyway, and those hashes
-merged (MERGE). A read walks the pool only when no matchmaking call counted it for
-WAITING_STALE_S, and then one reader across the instances does (claim_count). Recording is
+merged (MERGE). A read walks the pool only when no matchmaking call counted it for the
+counts' lifetime (KEEP_S). Recording is
 not in the claim's script: an instance that dies between the two leaves its last call's
 matches uncounted (statistics, not bookkeeping).
 """
@@ -56,8 +56,6 @@ KEEP_S = WINDOWS_MIN[-1] * 60 + 2 * QUARTER_S
 ESTIMATE_SAMPLES = 20
 # How often the estimates are rebuilt from the waits (by whichever matchmaking call comes).
 ESTIMATE_REFRESH_S = 2.0
-# Waiting counts older than this are counted again from the pool when read.
-WAITING_STALE_S = 5.0
 
 # KEYS: the current quarter's stats hash, its waits hash. ARGV: seconds to keep them, the
 # number of stats fields, then (field, increment) pairs for the stats hash, then for the waits.
@@ -176,12 +174,6 @@ class QueueStatistics:
         keys = [self.prefix + "waiting", *self._quarters("stats", now)]
         text, merged = await self.redis.register_script(READ)(keys, QUARTERS)
         return (_waiting(text) if text else None), _windows(merged)
-
-    async def claim_count(self) -> bool:
-        """Whether this caller is the one to count the waiting tickets from the pool, when no
-        matchmaking call counted them lately: one caller per WAITING_STALE_S across instances,
-        the others serve the latest counts (with their counted_at) meanwhile."""
-        return bool(await self.redis.set(self.prefix + "counting", "1", nx=True, ex=int(WAITING_STALE_S)))
 
     async def refresh_estimates(self, now: float, beta: float) -> None:
         """Rebuild every class's estimate: its waits and calls sat through over the shortest
