@@ -10,9 +10,13 @@ A ticket's wait estimate reads the waits of recent tickets like it: the same ski
 players' mean mu in steps of the mode's β, the scale on which TrueSkill's draw quality falls
 off: seed 000 §2, eq. 4), uncertainty band and region. How long a ticket waits depends on how
 many others of near skill are around, and at the edges of the skill distribution fewer are, so
-the bands carry most of what the whole queue's average would blur. The estimate is the median
-of those waits among the ones at least as long as the ticket's own so far (conditioning on
-having waited that long, so an estimate never falls below the time already spent).
+the bands carry most of what the whole queue's average would blur; the uncertainty band most
+of all, as a ticket of uncertain skill waits for the quality threshold to relax. Under a
+matchmaking loop a wait is counted in calls (calls_waited): the ticket's phase in the loop is
+its own, the calls it sits through are its class's (median_calls, expected_wait). Without a
+loop's rhythm, the estimate is the median of the class's waits among the ones at least as long
+as the ticket's own so far (conditioning on having waited that long, so an estimate never
+falls below the time already spent).
 """
 
 from __future__ import annotations
@@ -129,11 +133,6 @@ def ticket_class(band: int, uncertainty: int, region: str | None) -> str:
     """The name of the class of tickets a wait estimate pools: a skill band, an uncertainty
     band and a region."""
     return f"{band}.{uncertainty}|{region or '-'}"
-
-
-def band_region(band: int, region: str | None) -> str:
-    """A skill band in a region, whatever the uncertainty: where a ticket finds partners."""
-    return f"{band}|{region or '-'}"
 
 
 def fallbacks(band: int, uncertainty: int, region: str | None) -> Sequence[str]:

@@ -205,10 +205,6 @@ class QueueStatistics:
             pipe.expire(key, KEEP_S)
             await pipe.execute()
 
-    async def estimates_age(self, now: float) -> float:
-        at = await self.redis.hget(self.prefix + "estimates", "at")
-        return now - float(at) if at is not None else float("inf")
-
     async def pulse(self, started: float, answered: float) -> float:
         """Note a matchmaking call (when it started, how long it took to answer); the calls'
         mean interval, this one counted (0 until there were two)."""
