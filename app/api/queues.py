@@ -245,11 +245,11 @@ async def decline_proposal(
 @router.get("/{mode}/stats", operation_id="queue_statistics", response_model=QueueStatistics)
 async def queue_statistics(
     mode: Identifier, session: SessionDep, redis: RedisDep, _: MatchmakingKey
-) -> QueueStatistics:
+) -> Response:
     """Tickets and players waiting, by region; and per window of the last 1, 5 and 15
     minutes, the matches formed, the p50, p90 and p99 time to match of their tickets and the
     p10, p50 and p90 draw quality. Shared by every instance; cheap to read (no walk of the pool)."""
-    return await service.queue_statistics(session, redis, mode)
+    return Response(await service.queue_statistics(session, redis, mode), media_type=JSON)
 
 
 @router.get("/{mode}", operation_id="queue_stats", response_model=QueueStats)

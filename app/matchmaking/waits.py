@@ -10,9 +10,13 @@ A ticket's wait estimate reads the waits of recent tickets like it: the same ski
 players' mean mu in steps of the mode's β, the scale on which TrueSkill's draw quality falls
 off: seed 000 §2, eq. 4), uncertainty band and region. How long a ticket waits depends on how
 many others of near skill are around, and at the edges of the skill distribution fewer are, so
-the bands carry most of what the whole queue's average would blur. The estimate is the median
-of those waits among the ones at least as long as the ticket's own so far (conditioning on
-having waited that long, so an estimate never falls below the time already spent).
+the bands carry most of what the whole queue's average would blur; the uncertainty band most
+of all, as a ticket of uncertain skill waits for the quality threshold to relax. Under a
+matchmaking loop a wait is counted in calls (calls_waited): the ticket's phase in the loop is
+its own, the calls it sits through are its class's (median_calls, expected_wait). Without a
+loop's rhythm, the estimate is the median of the class's waits among the ones at least as long
+as the ticket's own so far (conditioning on having waited that long, so an estimate never
+falls below the time already spent).
 """
 
 from __future__ import annotations
@@ -131,12 +135,53 @@ def ticket_class(band: int, uncertainty: int, region: str | None) -> str:
     return f"{band}.{uncertainty}|{region or '-'}"
 
 
-def band_region(band: int, region: str | None) -> str:
-    """A skill band in a region, whatever the uncertainty: where a ticket finds partners."""
-    return f"{band}|{region or '-'}"
-
-
 def fallbacks(band: int, uncertainty: int, region: str | None) -> Sequence[str]:
     """The classes an estimate tries, narrowest first: the bands in its region, the bands in
-    any region, the whole queue."""
-    return (ticket_class(band, uncertainty, region), f"{band}.{uncertainty}|*", "*")
+    any region, its uncertainty band at any skill, the whole queue."""
+    return (ticket_class(band, uncertainty, region), f"{band}.{uncertainty}|*", f"*.{uncertainty}|*", "*")
+
+
+def wider(name: str) -> Sequence[str]:
+    """The classes a ticket of class `name` counts in besides its own, as `fallbacks` tries them."""
+    band, _, _ = name.partition("|")
+    uncertainty = band.partition(".")[2]
+    return (f"{band}|*", f"*.{uncertainty}|*", "*")
+
+
+# A ticket's wait, in matchmaking calls: the calls that read the pool while it waited and left
+# it there, before the one that matched it. A matchmaking loop calls at a rhythm, so a wait is
+# the time to the first call after the ticket was queued (its phase in the loop, which the
+# loop's rhythm says for a ticket just queued) plus whole intervals; the calls are what the
+# ticket's class says, the phase is what its own enqueue time says. Counted in calls, the
+# waits of a class do not mix the phases of its tickets into their spread.
+CALLS_CAP = 255
+
+
+def calls_waited(waited: FloatArray, interval: float) -> IntArray:
+    """The calls each matched ticket sat through, from its wait when the call that matched it
+    read the pool and the calls' mean interval: ceil(waited / interval) - 1 (0 when the
+    interval is not known yet)."""
+    if interval <= 0:
+        return np.zeros(len(waited), dtype=np.int64)
+    calls: IntArray = np.clip(np.ceil(waited / interval).astype(np.int64) - 1, 0, CALLS_CAP)
+    return calls
+
+
+def median_calls(counts: Mapping[int, int], beyond: int) -> int | None:
+    """The lower median of the counted calls that are at least `beyond` (a ticket that sat
+    through that many already); None when none are. The lower one: a wait one call too short
+    is a smaller relative error than one call too long."""
+    kept = sorted((calls, count) for calls, count in counts.items() if calls >= beyond and count > 0)
+    total = sum(count for _, count in kept)
+    seen = 0
+    for calls, count in kept:
+        seen += count
+        if 2 * seen >= total:
+            return calls
+    return None
+
+
+def expected_wait(waited: float, to_next_call: float, interval: float, sat_through: int, calls: int) -> float:
+    """A queued ticket's expected wait in all: its wait so far, to the next call's answer,
+    then a whole interval per further call it is expected to sit through."""
+    return waited + to_next_call + interval * max(0, calls - sat_through)

@@ -45,7 +45,7 @@ from app.queues.schemas import (
 from app.queues.schemas import (
     QueueStatistics as QueueStatisticsOut,
 )
-from app.queues.statistics import ESTIMATE_REFRESH_S, WAITING_STALE_S, QueueStatistics, pool_regions
+from app.queues.statistics import ESTIMATE_REFRESH_S, QueueStatistics, pool_regions
 from app.queues.store import NewTicket, ProposalClaim, QueueStore, TicketState, Waiting, new_ids
 from app.queues.watch import TicketWatch
 
@@ -124,9 +124,6 @@ async def _enqueue(
     if rules.accept_timeout is not None:
         await store.sweep_deadlines(now, rules.ticket_ttl)  # a failed check may free some players
     clashes = await store.enqueue(queued, now, rules.ticket_ttl)
-    arrived = [ticket for ticket, clash in zip(queued, clashes, strict=True) if clash == 0]
-    if arrived:
-        await QueueStatistics(redis, mode).arrived(arrived, rules.env.beta)
     return queued, clashes, now
 
 
@@ -489,8 +486,7 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     rows = [row for index, _ in won for row in matches[index].rows]
     waited = claimed_at - now + waiting.pool.waited[rows]
     metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), waited)
-    players = rules.shape.teams * rules.shape.team_size
-    await _count(redis, mode, rules.env.beta, players, waiting, rows, qualities, waited, (now, claimed_at))
+    await _count(redis, mode, rules.env.beta, waiting, rows, qualities, waited, (now, claimed_at))
     return to_json(MatchmakeOut.model_construct(matches=[proposals[proposal_id] for _, proposal_id in won]))
 
 
@@ -498,7 +494,6 @@ async def _count(
     redis: RedisClient,
     mode: str,
     beta: float,
-    players: int,
     waiting: Waiting,
     rows: list[int],
     qualities: list[float],
@@ -519,61 +514,58 @@ async def _count(
         for band, uncertainty, code in zip(bands, uncertain, codes[rows].tolist(), strict=True)
     ]
     started, now = times
-    await statistics.record(now, qualities, waited, classes)
     left = np.ones(len(pool), dtype=np.bool_)
     left[rows] = False
     await statistics.count_waiting(pool, regions, left, now)
-    # Who is left, per skill band and region, for the estimates of the tickets queued next.
-    # (Counted with one bincount over band and region folded into one number: no sort.)
-    bands = waits.skill_bands(pool.mu[left], pool.size[left], beta)
-    lowest = int(bands.min()) if len(bands) else 0
-    folded = (bands - lowest) * len(names) + codes[left]
-    counts = np.bincount(folded, weights=pool.size[left]) if len(folded) else np.zeros(0)
-    by_band = {
-        waits.band_region(int(kind) // len(names) + lowest, names[int(kind) % len(names)]): int(counts[kind])
-        for kind in np.flatnonzero(counts).tolist()
-    }
-    await statistics.pulse(started, now, players, by_band)
+    # The call's delay as a ticket sees it: to its answer (near enough: the counting below is
+    # one more round trip), not only to the claim.
+    interval = await statistics.pulse(started, time.time())
+    calls = waits.calls_waited(pool.waited[rows], interval).tolist()
+    await statistics.record(now, qualities, waited, classes, calls)
     if now - _estimated_at.get(mode, 0.0) >= ESTIMATE_REFRESH_S:
         _estimated_at[mode] = now
         await statistics.refresh_estimates(now, beta)
 
 
-async def queue_statistics(session: AsyncSession, redis: RedisClient, mode: str) -> QueueStatisticsOut:
-    """The queue's statistics: who waits, by region, and its recent matches' waits and
+async def queue_statistics(session: AsyncSession, redis: RedisClient, mode: str) -> bytes:
+    """The JSON of QueueStatisticsOut: who waits, by region, and its recent matches' waits and
     qualities over the last 1, 5 and 15 minutes. The waiting counts are those of the latest
-    matchmaking call (counted from the pool when there is none from the last few seconds)."""
+    matchmaking call, as old as `counted_at` says. A read walks the pool only when no call
+    counted it within the counts' lifetime (KEEP_S: no matchmaking loop runs), and its count
+    then serves the reads after it: at 100,000 tickets a walk takes most of a second, which
+    every read behind it on the process would wait for."""
     rules = await modes.resolve(session, mode)
     statistics = QueueStatistics(redis, mode)
     now = time.time()
-    counted = await statistics.waiting()
-    if counted is None or now - counted.counted_at > WAITING_STALE_S:
+    counted, windows = await statistics.read(now)
+    if counted is None:
         waiting = await QueueStore(redis, mode).waiting(now, rules.ticket_ttl)
         left = np.ones(len(waiting.pool), dtype=np.bool_)
         counted = await statistics.count_waiting(
             waiting.pool, pool_regions(waiting.pool, waiting.values), left, now
         )
-    windows = await statistics.windows(now)
     regions = sorted(counted.by_region.items(), key=lambda item: (item[0] is None, item[0] or ""))
-    return QueueStatisticsOut(
-        tickets=sum(t for t, _ in counted.by_region.values()),
-        players=sum(p for _, p in counted.by_region.values()),
-        counted_at=dt.datetime.fromtimestamp(counted.counted_at, dt.UTC),
-        regions=[RegionWaiting(region=name, tickets=t, players=p) for name, (t, p) in regions],
-        windows=[
-            WindowStats(
-                minutes=window.minutes,
-                matches=window.matches,
-                tickets_matched=window.tickets,
-                wait_p50_s=waits.percentile(window.waits, 0.5, wait=True),
-                wait_p90_s=waits.percentile(window.waits, 0.9, wait=True),
-                wait_p99_s=waits.percentile(window.waits, 0.99, wait=True),
-                quality_p10=waits.percentile(window.qualities, 0.1, wait=False),
-                quality_p50=waits.percentile(window.qualities, 0.5, wait=False),
-                quality_p90=waits.percentile(window.qualities, 0.9, wait=False),
-            )
-            for window in windows
-        ],
+    return to_json(
+        QueueStatisticsOut.model_construct(
+            tickets=sum(t for t, _ in counted.by_region.values()),
+            players=sum(p for _, p in counted.by_region.values()),
+            counted_at=dt.datetime.fromtimestamp(counted.counted_at, dt.UTC),
+            regions=[RegionWaiting(region=name, tickets=t, players=p) for name, (t, p) in regions],
+            windows=[
+                WindowStats(
+                    minutes=window.minutes,
+                    matches=window.matches,
+                    tickets_matched=window.tickets,
+                    wait_p50_s=waits.percentile(window.waits, 0.5, wait=True),
+                    wait_p90_s=waits.percentile(window.waits, 0.9, wait=True),
+                    wait_p99_s=waits.percentile(window.waits, 0.99, wait=True),
+                    quality_p10=waits.percentile(window.qualities, 0.1, wait=False),
+                    quality_p50=waits.percentile(window.qualities, 0.5, wait=False),
+                    quality_p90=waits.percentile(window.qualities, 0.9, wait=False),
+                )
+                for window in windows
+            ],
+        )
     )
 
 

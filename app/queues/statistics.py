@@ -7,24 +7,26 @@ of the layout (docs/upgrades.md: older releases never read them):
                               formed, "t" -> tickets matched, "w<bin>" -> tickets whose wait fell
                               in that bin, "q<bin>" -> matches whose quality did (waits.py)
     mm:v4:{mode}:waits:<q>    hash per quarter minute: "<class>#<bin>" -> tickets of that class
-                              (skill band and region, waits.py) whose wait fell in that bin
+                              (skill band and region, waits.py) whose wait fell in that bin,
+                              "<class>@<calls>" -> those that sat through that many calls
     mm:v4:{mode}:estimates    hash: a class -> the waits its estimate reads ("<bin>:<count>"
-                              pairs, space separated), "beta" -> the band width they were
-                              counted with
+                              pairs, space separated), "k:<class>" -> the calls sat through
+                              ("<calls>:<count>"), "beta" -> the band width they were counted
+                              with
     mm:v4:{mode}:pulse        hash: the latest matchmaking call's start ("at"), the mean interval
-                              between calls, its claim's delay, the players a match takes,
-                              "n:<band>|<region>" -> players it left waiting there, and
-                              "a:<band>|<region>" -> players queued there since
+                              between calls, its answer's delay (fields "n:…" and "a:…" of
+                              earlier releases are no longer written nor read)
     mm:v4:{mode}:waiting      string: the waiting tickets and players, by region, as counted
                               at "counted_at" (JSON)
 
 A matchmaking call adds its matches to the current quarter's hashes (RECORD), which expire
 after the longest window: the structure is bounded by 61 hashes of at most a few hundred
-counters, whatever the traffic. Reading the statistics merges those hashes in one script
-(MERGE) and reads the waiting counts, which every matchmaking call refreshes from the pool
-it read anyway: a read never walks the pool. Recording is not in the claim's script: an
-instance that dies between the two leaves its last call's matches uncounted (statistics,
-not bookkeeping).
+counters, whatever the traffic. Reading the statistics is one script (READ): the waiting
+counts, which every matchmaking call refreshes from the pool it read anyway, and those hashes
+merged (MERGE). A read walks the pool only when no matchmaking call counted it for the
+counts' lifetime (KEEP_S). Recording is
+not in the claim's script: an instance that dies between the two leaves its last call's
+matches uncounted (statistics, not bookkeeping).
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ from app.matchmaking.pool import Pool
 from app.queues import record
 from app.queues.record import HeaderField
 from app.queues.scripts import run
-from app.queues.store import NewTicket
 
 QUARTER_S = 15
 # The windows the statistics report, in minutes, and the quarters each merges (the current,
@@ -55,8 +56,6 @@ KEEP_S = WINDOWS_MIN[-1] * 60 + 2 * QUARTER_S
 ESTIMATE_SAMPLES = 20
 # How often the estimates are rebuilt from the waits (by whichever matchmaking call comes).
 ESTIMATE_REFRESH_S = 2.0
-# Waiting counts older than this are counted again from the pool when read.
-WAITING_STALE_S = 5.0
 
 # KEYS: the current quarter's stats hash, its waits hash. ARGV: seconds to keep them, the
 # number of stats fields, then (field, increment) pairs for the stats hash, then for the waits.
@@ -71,10 +70,9 @@ if #ARGV > 2 + 2 * count then add(KEYS[2], 3 + 2 * count, #ARGV) end
 return 0
 """
 
-# KEYS: the pulse hash. ARGV: when a matchmaking call started, how long it took to claim, the
-# players a match takes, seconds to keep the hash, then (field, count) pairs: the players left
-# waiting per skill band and region. The interval between calls is averaged (weight 0.2 to the
-# latest gap; gaps of a minute or more, a loop that stopped, do not count).
+# KEYS: the pulse hash. ARGV: when a matchmaking call started, how long it took to answer,
+# seconds to keep the hash. The interval between calls is averaged (weight 0.2 to the latest
+# gap; gaps of a minute or more, a loop that stopped, do not count). Returns the interval.
 PULSE = """
 local key, now = KEYS[1], tonumber(ARGV[1])
 local last = tonumber(redis.call('HGET', key, 'at') or '0')
@@ -84,24 +82,19 @@ if last > 0 and gap > 0 and gap < 60 then
   if interval > 0 then interval = 0.8 * interval + 0.2 * gap else interval = gap end
 end
 redis.call('DEL', key)
-local fields = {'at', ARGV[1], 'interval', tostring(interval), 'duration', ARGV[2], 'players', ARGV[3]}
-for i = 5, #ARGV, 2 do
-  fields[#fields + 1] = 'n:' .. ARGV[i]
-  fields[#fields + 1] = ARGV[i + 1]
-end
-redis.call('HSET', key, unpack(fields))
-redis.call('EXPIRE', key, ARGV[4])
-return 0
+redis.call('HSET', key, 'at', ARGV[1], 'interval', tostring(interval), 'duration', ARGV[2])
+redis.call('EXPIRE', key, ARGV[3])
+return tostring(interval)
 """
 
 # KEYS: quarter hashes, newest first. ARGV: how many of them each window takes (ascending).
 # Returns per window its hashes' counters added up, as a flat field, count list.
-MERGE = """
+MERGE_BODY = """
 local sums, out, window = {}, {}, 1
-for k = 1, #KEYS do
+for k = FIRST, #KEYS do
   local all = redis.call('HGETALL', KEYS[k])
   for i = 1, #all, 2 do sums[all[i]] = (sums[all[i]] or 0) + tonumber(all[i + 1]) end
-  while window <= #ARGV and tonumber(ARGV[window]) == k do
+  while window <= #ARGV and tonumber(ARGV[window]) == k - FIRST + 1 do
     local flat = {}
     for field, count in pairs(sums) do
       flat[#flat + 1] = field
@@ -111,8 +104,11 @@ for k = 1, #KEYS do
     window = window + 1
   end
 end
-return out
 """
+MERGE = "local FIRST = 1\n" + MERGE_BODY + "return out\n"
+# The statistics' read, one round trip: KEYS[1] the waiting counts, then MERGE's. Returns the
+# counts' text (false when none) and MERGE's windows.
+READ = "local FIRST = 2\n" + MERGE_BODY + "return {redis.call('GET', KEYS[1]), out}\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,10 +140,15 @@ class QueueStatistics:
         return [f"{self.prefix}{kind}:{current - back}" for back in range(QUARTERS[-1])]
 
     async def record(
-        self, now: float, qualities: Sequence[float], waited: np.ndarray, classes: Sequence[str]
+        self,
+        now: float,
+        qualities: Sequence[float],
+        waited: np.ndarray,
+        classes: Sequence[str],
+        calls: Sequence[int],
     ) -> None:
-        """Count a matchmaking call's matches: each one's quality, each ticket's wait (and by
-        its class)."""
+        """Count a matchmaking call's matches: each one's quality, each ticket's wait, and by
+        its class its wait and the calls it sat through (waits.calls_waited)."""
         if not len(qualities):
             return
         stats: dict[str, int] = {"m": len(qualities), "t": len(waited)}
@@ -157,52 +158,45 @@ class QueueStatistics:
         for bin_ in waits.quality_bins(np.asarray(qualities, dtype=np.float64)).tolist():
             stats[f"q{bin_}"] = stats.get(f"q{bin_}", 0) + 1
         by_class: dict[str, int] = {}
-        for name, bin_ in zip(classes, wait_bins, strict=True):
-            field = f"{name}#{bin_}"
-            by_class[field] = by_class.get(field, 0) + 1
+        for name, bin_, sat in zip(classes, wait_bins, calls, strict=True):
+            for field in (f"{name}#{bin_}", f"{name}@{sat}"):
+                by_class[field] = by_class.get(field, 0) + 1
         args: list[str | int] = [KEEP_S, len(stats)]
         for field, count in (*stats.items(), *by_class.items()):
             args += [field, count]
         keys = [self._quarters("stats", now)[0], self._quarters("waits", now)[0]]
         await run(self.redis, RECORD, keys, args)
 
-    async def windows(self, now: float) -> list[Window]:
-        merged = await run(self.redis, MERGE, self._quarters("stats", now), QUARTERS)
-        found = []
-        for minutes, flat in zip(WINDOWS_MIN, merged, strict=True):
-            counts = _pairs(flat)
-            found.append(
-                Window(
-                    minutes,
-                    counts.get("m", 0),
-                    counts.get("t", 0),
-                    {int(f[1:]): c for f, c in counts.items() if f[0] == "w"},
-                    {int(f[1:]): c for f, c in counts.items() if f[0] == "q"},
-                )
-            )
-        return found
+    async def read(self, now: float) -> tuple[Waiting | None, list[Window]]:
+        """The latest waiting counts and the windows' statistics, in one round trip: a script
+        that reads a string and at most 61 small hashes, whatever the pool holds. (Called
+        directly, not through `run`: a read waits for no replica.)"""
+        keys = [self.prefix + "waiting", *self._quarters("stats", now)]
+        text, merged = await self.redis.register_script(READ)(keys, QUARTERS)
+        return (_waiting(text) if text else None), _windows(merged)
 
     async def refresh_estimates(self, now: float, beta: float) -> None:
-        """Rebuild every class's estimate: the waits of the shortest window that holds
-        ESTIMATE_SAMPLES of its own (the band in any region, and the whole queue, too)."""
+        """Rebuild every class's estimate: its waits and calls sat through over the shortest
+        window that holds ESTIMATE_SAMPLES of its own, for the class itself and each wider one
+        it counts in (waits.wider). A class with fewer than that even over the longest window
+        is left out, so its tickets read a wider one; the whole queue is always kept."""
         merged = await run(self.redis, MERGE, self._quarters("waits", now), QUARTERS)
         chosen: dict[str, dict[int, int]] = {}
         for flat in merged:  # shortest window first: a class keeps the first that suffices
             per_class: dict[str, dict[int, int]] = {}
             for field, count in _pairs(flat).items():
-                name, _, bin_ = field.rpartition("#")
-                band = name.partition("|")[0]
-                for target in (name, f"{band}|*", "*"):
-                    bins = per_class.setdefault(target, {})
-                    bins[int(bin_)] = bins.get(int(bin_), 0) + count
-            for name, bins in per_class.items():
-                if name not in chosen and sum(bins.values()) >= ESTIMATE_SAMPLES:
-                    chosen[name] = bins
-            for name, bins in per_class.items():  # too few anywhere: the longest window's
-                if name not in chosen and flat is merged[-1]:
-                    chosen[name] = bins
+                kind = "#" if "#" in field else "@"
+                name, _, value = field.rpartition(kind)
+                for target in (name, *waits.wider(name)):
+                    counts = per_class.setdefault(("" if kind == "#" else "k:") + target, {})
+                    counts[int(value)] = counts.get(int(value), 0) + count
+            for name, counts in per_class.items():
+                if name not in chosen and (
+                    sum(counts.values()) >= ESTIMATE_SAMPLES or (flat is merged[-1] and name in ("*", "k:*"))
+                ):
+                    chosen[name] = counts
         fields: dict[Any, Any] = {
-            name: " ".join(f"{b}:{c}" for b, c in sorted(bins.items())) for name, bins in chosen.items()
+            name: " ".join(f"{b}:{c}" for b, c in sorted(counts.items())) for name, counts in chosen.items()
         }
         key = self.prefix + "estimates"
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -211,47 +205,24 @@ class QueueStatistics:
             pipe.expire(key, KEEP_S)
             await pipe.execute()
 
-    async def estimates_age(self, now: float) -> float:
-        at = await self.redis.hget(self.prefix + "estimates", "at")
-        return now - float(at) if at is not None else float("inf")
-
-    async def pulse(self, started: float, claimed: float, players: int, waiting: dict[str, int]) -> None:
-        """Note a matchmaking call: when it started, how long it took to claim, the players a
-        match takes, and the players left waiting per skill band and region."""
-        args: list[str | int] = [repr(started), repr(claimed - started), players, KEEP_S]
-        for field, count in waiting.items():
-            args += [field, count]
-        await run(self.redis, PULSE, [self.prefix + "pulse"], args)
-
-    async def arrived(self, tickets: Sequence[NewTicket], beta: float) -> None:
-        """Count tickets queued since the latest matchmaking call, per skill band and region:
-        they compete with each other for the partners that call left waiting."""
-        by_band: dict[str, int] = {}
-        for ticket in tickets:
-            mean = sum(mu for mu, _ in ticket.ratings) / len(ticket.ratings)
-            if ticket.latencies:
-                region: str | None = min(ticket.latencies, key=lambda pair: pair[1])[0]
-            else:
-                region = _attribute_region(ticket.attributes.encode())
-            field = "a:" + waits.band_region(math.floor(mean / beta), region)
-            by_band[field] = by_band.get(field, 0) + len(ticket.players)
-        key = self.prefix + "pulse"
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for field, count in by_band.items():
-                pipe.hincrby(key, field, count)
-            await pipe.execute()
+    async def pulse(self, started: float, answered: float) -> float:
+        """Note a matchmaking call (when it started, how long it took to answer); the calls'
+        mean interval, this one counted (0 until there were two)."""
+        args: list[str | int] = [repr(started), repr(answered - started), KEEP_S]
+        return float(_text(await run(self.redis, PULSE, [self.prefix + "pulse"], args)))
 
     async def estimate(self, value: bytes, waited: float, now: float) -> float | None:
         """A queued ticket's expected wait in all (seconds from its enqueueing); None before
         any match of the mode was counted.
 
-        Tickets like it (its class) that were matched lately waited either about until the
-        next matchmaking call (a partner was there) or longer (they waited for one). Which of
-        the two this ticket meets is read from the queue as the latest call left it: when
-        enough players of its skill band (or the bands on either side) and region are waiting
-        to fill a match with it, it is expected at the next call, whose time the calls'
-        rhythm says (so the loop's phase, which dominates short waits, is known); otherwise
-        the median of its class's waits longer than a call interval, and at least its own.
+        A wait is the time to the next matchmaking call plus whole call intervals: the calls
+        the ticket is expected to sit through are the lower median of those its class's
+        matched tickets sat through (of those that sat through at least as many as this one
+        already has); the next call's answer is placed by the calls' rhythm (the latest call's
+        start, the mean interval, the latest answer's delay). Without a rhythm yet, or when none
+        of the class's tickets sat through as many calls as this one, the median of the class's
+        waits at least as long as this ticket's so far. A class with too few tickets lately
+        (refresh_estimates) gives way to a wider one (waits.fallbacks).
         """
         key = self.prefix + "estimates"
         beta = await self.redis.hget(key, "beta")
@@ -262,55 +233,35 @@ class QueueStatistics:
         var_sum = np.array([record.field_of(value, HeaderField.VAR_SUM)])
         band = int(waits.skill_bands(mu_sum, size, float(beta))[0])
         uncertainty = int(waits.uncertainty_bands(var_sum, size, float(beta))[0])
-        region = ticket_region(value)
-        names = waits.fallbacks(band, uncertainty, region)
-        near = [waits.band_region(b, region) for b in (band - 1, band, band + 1)]
-        fields = [
-            "at",
-            "interval",
-            "duration",
-            "players",
-            *(f"n:{n}" for n in near),
-            *(f"a:{n}" for n in near),
-        ]
+        names = waits.fallbacks(band, uncertainty, ticket_region(value))
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hmget(key, list(names))
-            pipe.hmget(self.prefix + "pulse", fields)
+            pipe.hmget(key, [*(f"k:{name}" for name in names), *names])
+            pipe.hmget(self.prefix + "pulse", ["at", "interval", "duration"])
             classes, pulse = await pipe.execute()
-        next_call = None
-        short = 0.0
-        if pulse[0] is not None:
-            at, interval, duration, players = (float(v) for v in pulse[:4])
-            next_call = max(0.0, at + interval - now) + duration
-            short = 1.5 * interval
-            # Partners the latest call left waiting near its skill, less the tickets queued
-            # since, which compete for them (this one among them). A ticket that was in the
-            # latest call's pool (queued before it started) was left waiting: none for it.
-            left = sum(int(n) for n in pulse[4:7] if n is not None)
-            competing = sum(int(n) for n in pulse[7:10] if n is not None)
+        rhythm = None
+        if pulse[0] is not None and float(pulse[1]) > 0:
+            at, interval, duration = (float(v) for v in pulse)
             queued_at = record.field_of(value, HeaderField.ENQUEUED_AT)
-            if queued_at > at and waited < short and left - competing >= players - 2 * int(size[0]):
-                return waited + next_call
-        for text in classes:
-            if text:
-                bins: dict[int, int] = {}
-                for pair in _text(text).split():
-                    bin_, _, count = pair.partition(":")
-                    bins[int(bin_)] = int(count)
-                found = waits.median_beyond(bins, max(waited, short))
+            # The calls that read the pool since the ticket was queued (the latest among them).
+            sat = math.ceil((at - queued_at) / interval) if queued_at < at else 0
+            rhythm = (max(0.0, at + interval - now) + duration, interval, sat)
+        # The narrowest class that saw tickets wait as long as this one has: in calls when the
+        # calls have a rhythm, else (or when none of its tickets sat through as many) in seconds.
+        for calls_text, waits_text in zip(classes[: len(names)], classes[len(names) :], strict=True):
+            if calls_text and rhythm is not None:
+                to_next, interval, sat = rhythm
+                calls = waits.median_calls(_counts(calls_text), sat)
+                if calls is not None:
+                    return waits.expected_wait(waited, to_next, interval, sat, calls)
+            if waits_text:
+                found = waits.median_beyond(_counts(waits_text), waited)
                 if found is not None:
                     return found
-        return None if next_call is None else waited + next_call
+        return None
 
     async def waiting(self) -> Waiting | None:
         text = await self.redis.get(self.prefix + "waiting")
-        if text is None:
-            return None
-        found = json.loads(text)
-        return Waiting(
-            found["counted_at"],
-            {(None if name == "" else name): (t, p) for name, t, p in found["regions"]},
-        )
+        return None if text is None else _waiting(text)
 
     async def count_waiting(
         self, pool: Pool, regions: tuple[list[str | None], Any], left: Any, now: float
@@ -375,6 +326,36 @@ def _attribute_region(attributes: bytes) -> str | None:
         return None
     region = json.loads(attributes).get("region")
     return region if isinstance(region, str) else None
+
+
+def _waiting(text: Any) -> Waiting:
+    found = json.loads(text)
+    return Waiting(
+        found["counted_at"],
+        {(None if name == "" else name): (t, p) for name, t, p in found["regions"]},
+    )
+
+
+def _windows(merged: Any) -> list[Window]:
+    found = []
+    for minutes, flat in zip(WINDOWS_MIN, merged, strict=True):
+        counts = _pairs(flat)
+        found.append(
+            Window(
+                minutes,
+                counts.get("m", 0),
+                counts.get("t", 0),
+                {int(f[1:]): c for f, c in counts.items() if f[0] == "w"},
+                {int(f[1:]): c for f, c in counts.items() if f[0] == "q"},
+            )
+        )
+    return found
+
+
+def _counts(text: Any) -> dict[int, int]:
+    """A class's counts as refresh_estimates keeps them: "<value>:<count>" pairs."""
+    pairs = (pair.partition(":") for pair in _text(text).split())
+    return {int(value): int(count) for value, _, count in pairs}
 
 
 def _text(value: Any) -> str:

@@ -62,4 +62,30 @@ def test_skill_bands_step_by_beta_over_the_players_mean() -> None:
         1,
         5,
     ]
-    assert waits.fallbacks(6, 1, None) == ("6.1|-", "6.1|*", "*")
+    assert waits.fallbacks(6, 1, None) == ("6.1|-", "6.1|*", "*.1|*", "*")
+    # A ticket's class counts in every wider class its estimate may fall back to.
+    assert waits.wider("6.1|eu") == waits.fallbacks(6, 1, "eu")[1:]
+
+
+def test_calls_waited_counts_the_calls_before_the_one_that_matched() -> None:
+    # Calls every 2 s: a ticket that had waited up to 2 s when a call read the pool was
+    # queued since the call before; one that had waited 2 to 4 s sat through one.
+    waited = np.array([0.0, 0.3, 2.0, 2.1, 5.9, 1e6])
+    assert waits.calls_waited(waited, 2.0).tolist() == [0, 0, 0, 1, 2, waits.CALLS_CAP]
+    assert waits.calls_waited(waited, 0.0).tolist() == [0] * 6  # no rhythm yet
+
+
+def test_median_calls_is_the_lower_median_of_those_at_least_as_long() -> None:
+    counts = {0: 5, 1: 5, 4: 3}
+    assert waits.median_calls(counts, 0) == 1  # 13 counted: the 7th is a 1
+    assert waits.median_calls({0: 5, 1: 5}, 0) == 0  # a tie goes to the shorter wait
+    assert waits.median_calls(counts, 1) == 1  # 8 counted: the 4th (lower of 4th and 5th)
+    assert waits.median_calls(counts, 2) == 4
+    assert waits.median_calls(counts, 5) is None
+
+
+def test_expected_wait_adds_an_interval_per_further_call() -> None:
+    assert waits.expected_wait(0.2, 0.5, 2.0, 0, 0) == pytest.approx(0.7)
+    assert waits.expected_wait(0.2, 0.5, 2.0, 0, 3) == pytest.approx(6.7)
+    assert waits.expected_wait(4.0, 0.5, 2.0, 2, 3) == pytest.approx(6.5)
+    assert waits.expected_wait(4.0, 0.5, 2.0, 3, 1) == pytest.approx(4.5)  # never before the next call

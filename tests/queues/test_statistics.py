@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from redis.asyncio import Redis
 
-from app.queues.statistics import QueueStatistics
+from app.matchmaking import waits
+from app.matchmaking.pool import Pool
+from app.queues.statistics import QueueStatistics, Waiting, Window
 from app.queues.store import NewTicket, QueueStore, new_ids
 from tests.queues.helpers import make_mode
 
@@ -83,11 +85,11 @@ async def test_estimates_read_the_waits_of_tickets_like_the_one_asking(redis_url
         mode = f"estimate-{new_ids(1, time.time())[0][8:16]}"
         statistics = QueueStatistics(redis, mode)
         now = time.time()
-        # Skill band 0 (mean mu in [0, 10)) in eu waited 40 s; band 2 in eu 4 s; nothing in us
-        # (uncertainty band 0: sigma below 5).
+        # Skill band 0 (mean mu in [0, 10)) in eu waited 40 s, sitting through 3 calls; band 2
+        # in eu 4 s, matched by the first call; nothing in us (uncertainty band 0: sigma below 5).
         waited = np.array([40.0] * 30 + [4.0] * 30)
         classes = ["0.0|eu"] * 30 + ["2.0|eu"] * 30
-        await statistics.record(now, [0.5] * 30, waited, classes)
+        await statistics.record(now, [0.5] * 30, waited, classes, [3] * 30 + [0] * 30)
         await statistics.refresh_estimates(now, beta=10.0)
         store = QueueStore(redis, mode)
         tickets = [
@@ -97,31 +99,34 @@ async def test_estimates_read_the_waits_of_tickets_like_the_one_asking(redis_url
             NewTicket(new_ids(1, now)[0], ["far"], [(95.0, 1.0)], "{}"),
         ]
         await store.enqueue(tickets, now, 60.0)
-        estimates = []
-        for ticket in tickets:
-            value = await redis.hget(store.keys.pool, ticket.ticket_id)
-            estimates.append(await statistics.estimate(value, 0.0, now))
-        low, high, high_us, far = estimates
+        values = [await redis.hget(store.keys.pool, ticket.ticket_id) for ticket in tickets]
+
+        # No rhythm of calls yet: the median of its class's waits.
+        low, high, high_us, far = [await statistics.estimate(value, 0.0, now) for value in values]
         assert low is not None and 36 <= low <= 44
         assert high is not None and 3.6 <= high <= 4.4
         assert high_us == high  # its band's waits in any region
         assert far is not None and 3.6 <= far <= 44  # the whole queue's median
         # Never below the wait so far.
-        value = await redis.hget(store.keys.pool, tickets[1].ticket_id)
-        later = await statistics.estimate(value, 30.0, now + 30.0)
+        later = await statistics.estimate(values[1], 30.0, now + 30.0)
         assert later is None or later >= 30.0
-        # A partner of its band waits (as the latest matchmaking call left the queue): the ticket
-        # is expected at the next call, which the calls' rhythm (every 2 s here) places.
-        await statistics.pulse(now - 2.5, now - 2.4, 2, {"1|eu": 1})
-        await statistics.pulse(now - 0.5, now - 0.4, 2, {"1|eu": 1})
-        value = await redis.hget(store.keys.pool, tickets[1].ticket_id)
-        assert await statistics.estimate(value, 0.5, now + 0.5) == pytest.approx(0.5 + 1.0 + 0.1)
-        # Queued since that call, with another ticket of its band: they compete for the partner.
-        await statistics.arrived([tickets[1], tickets[1]._replace(ticket_id="0" * 32)], beta=10.0)
-        assert await statistics.estimate(value, 0.5, now + 0.5) == pytest.approx(high, rel=0.1)
-        # A later call left it waiting: the waits of its class longer than a call interval.
-        await statistics.pulse(now + 1.5, now + 1.6, 2, {"1|eu": 1, "2|eu": 1})
-        assert await statistics.estimate(value, 2.0, now + 2.0) == pytest.approx(high, rel=0.1)
+
+        # Calls every 2 s, the latest 0.5 s ago, claiming in 0.1 s: a ticket queued since is
+        # expected at the next call's answer (1.1 s from now), plus 2 s per call its class
+        # sat through.
+        assert await statistics.pulse(now - 2.5, now - 2.4) == 0.0
+        assert await statistics.pulse(now - 0.5, now - 0.4) == pytest.approx(2.0)
+        low, high, high_us, far = [await statistics.estimate(value, 0.5, now + 0.5) for value in values]
+        assert high == pytest.approx(0.5 + 1.1) and high_us == high
+        assert low == pytest.approx(0.5 + 1.1 + 3 * 2.0)
+        assert far == pytest.approx(0.5 + 1.1)  # the lower median of the whole queue's calls
+        # A call since left them waiting: one call sat through. The low band's class sat
+        # through three, two more to go; the high band's never sat through one, so its waits
+        # that long are what is left to read.
+        await statistics.pulse(now + 1.5, now + 1.6)
+        low, high = [await statistics.estimate(value, 2.0, now + 2.0) for value in values[:2]]
+        assert low == pytest.approx(2.0 + 1.6 + 2 * 2.0)
+        assert high is not None and 3.6 <= high <= 4.4
     finally:
         await redis.aclose()
 
@@ -143,3 +148,31 @@ async def test_a_queued_tickets_status_carries_its_estimate(
     assert status["status"] == "queued" and 0.9 <= status["estimated_wait_s"] <= 1.5
     matched = (await client.get(f"/v1/queues/{mode}/tickets/{first}")).json()
     assert matched["status"] == "matched" and matched["estimated_wait_s"] is None
+
+
+async def test_the_statistics_read_counts_each_window_exactly(redis_url: str) -> None:
+    redis = Redis.from_url(redis_url)
+    try:
+        mode = f"windows-{new_ids(1, time.time())[0][8:16]}"
+        statistics = QueueStatistics(redis, mode)
+        now = time.time()
+        assert await statistics.read(now) == (None, [Window(m, 0, 0, {}, {}) for m in (1, 5, 15)])
+        # Three matchmaking calls: now (two matches), 3 minutes ago (one), 10 minutes ago (one).
+        await statistics.record(now, [0.9, 0.7], np.array([1.0, 1.0, 3.0, 3.0]), ["0.0|eu"] * 4, [0] * 4)
+        await statistics.record(now - 180, [0.5], np.array([20.0, 20.0]), ["0.0|eu"] * 2, [9] * 2)
+        await statistics.record(now - 600, [0.3], np.array([100.0, 100.0]), ["0.0|eu"] * 2, [49] * 2)
+        pool = Pool(
+            ["a", "b"], np.array([1, 2]), np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2, np.int64)
+        )
+        await statistics.count_waiting(pool, (["eu", None], np.array([0, 1])), np.ones(2, np.bool_), now)
+        counted, windows = await statistics.read(now)
+        assert counted == Waiting(now, {"eu": (1, 1), None: (1, 2)})
+        assert [(w.minutes, w.matches, w.tickets) for w in windows] == [(1, 2, 4), (5, 3, 6), (15, 4, 8)]
+        one, five, fifteen = windows
+        assert sum(one.waits.values()) == 4 and sum(fifteen.qualities.values()) == 4
+        assert waits.percentile(one.waits, 0.5, wait=True) == pytest.approx(1.0, rel=0.1)
+        assert waits.percentile(five.waits, 0.99, wait=True) == pytest.approx(20.0, rel=0.1)
+        assert waits.percentile(fifteen.waits, 0.99, wait=True) == pytest.approx(100.0, rel=0.1)
+        assert waits.percentile(five.qualities, 0.1, wait=False) == pytest.approx(0.5, abs=0.005)
+    finally:
+        await redis.aclose()
