@@ -336,9 +336,14 @@ async def recount(session: AsyncSession, mode: str, rescore: bool = False, retie
     await bulk(session, False)
 
 
+# A mode whose leaderboard or tier deltas have many rows to fold (a re-tier job adds tier
+# deltas only, a few per batch).
 _BLOATED = text("""
     SELECT mode FROM leaderboard_deltas GROUP BY mode
     HAVING count(*) > 2 * count(DISTINCT bucket) + 64
+    UNION
+    SELECT mode FROM tier_deltas GROUP BY mode
+    HAVING count(*) > 2 * count(DISTINCT (tier, version)) + 64
 """)
 _TRY_LOCK = text(f"SELECT pg_try_advisory_xact_lock({COMPACT_LOCK_CLASS}, hashtext(CAST(:mode AS varchar)))")
 # Deltas committed so far fold into one row per bucket. Deltas of transactions still

@@ -32,7 +32,7 @@ from app.progress import Progress
 JOB_KIND = "retier"
 
 # Players re-tiered per transaction: a post waits for the one batch holding its player at most.
-BATCH = 5_000
+BATCH = 1_000
 # Where each pass over the rows still behind ends, as a share of the job's progress: the first
 # does nearly all the work; a row written behind by a writer that read the settings before
 # the change (a season reset's statement that began before it) is found by the next.

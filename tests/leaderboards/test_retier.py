@@ -19,6 +19,7 @@ from fastapi import FastAPI
 
 from app.client import AsyncClient
 from app.jobs import service as jobs
+from app.leaderboards import repository as leaderboards
 from app.leaderboards import retier
 from tests.matches.test_ranked import OFFSET, SCALE, Reference, duel, finished, random_matches, tiered_mode
 
@@ -181,6 +182,13 @@ async def test_a_second_change_supersedes_the_running_job(
             next(r for r in (await api.get_player(player)).ratings if r.mode == mode).tier == expected[player]
         )
     assert await counts(api, mode) == (Counter(expected.values()), 0)
+    # Folded, the older versions' deltas sum to nothing and go: one row per tier is left.
+    async with app.state.resources.sessions() as session, session.begin():
+        assert await leaderboards.compact(session, mode)
+    assert await counts(api, mode) == (Counter(expected.values()), 0)
+    with psycopg.connect(database_url) as conn:
+        left = conn.execute("SELECT count(*) FROM tier_deltas WHERE mode = %s", (mode,)).fetchone()
+    assert left == (len(set(expected.values())),)
 
 
 async def test_a_change_that_places_no_tier_queues_no_job(api: AsyncClient, mode: str) -> None:
