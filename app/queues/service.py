@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import contextlib
 import datetime as dt
 import time
@@ -48,6 +49,8 @@ from app.queues.schemas import (
 from app.queues.statistics import ESTIMATE_REFRESH_S, QueueStatistics, pool_regions
 from app.queues.store import NewTicket, ProposalClaim, QueueStore, TicketState, Waiting, new_ids
 from app.queues.watch import TicketWatch
+
+log = logging.getLogger(__name__)
 
 FloatArray = npt.NDArray[np.float64]
 # When each mode's wait estimates were last rebuilt by this process (statistics.py).
@@ -486,7 +489,13 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     rows = [row for index, _ in won for row in matches[index].rows]
     waited = claimed_at - now + waiting.pool.waited[rows]
     metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), waited)
-    await _count(redis, mode, rules.env.beta, waiting, rows, qualities, waited, (now, claimed_at))
+    try:
+        await _count(redis, mode, rules.env.beta, waiting, rows, qualities, waited, (now, claimed_at))
+    except Exception as exc:
+        # The proposals are claimed: their tickets are matched whatever the statistics do, and
+        # only this answer tells the lobby service. Statistics are not bookkeeping: a call they
+        # miss (Redis busy, a replica late) shows as a gap in them, never as a lost match.
+        log.warning("queue %s: a matchmaking call was not counted in the statistics: %r", mode, exc)
     return to_json(MatchmakeOut.model_construct(matches=[proposals[proposal_id] for _, proposal_id in won]))
 
 
