@@ -88,8 +88,9 @@ def best_fill(
 
     First the best fill of all from the most promising candidates, as many as keep that
     search within JOINT fills (every candidate on small pools, EXACT: that fill is then the
-    answer); then each round refills one team at a time with the best set of candidates for it, the other teams held (every set of the team's nearest free candidates that fits
-    its slots exactly, scored at once), then tries swapping chosen tickets of one size between
+    answer); then each round refills one team at a time with the best set of candidates for
+    it, the other teams held (every set of the team's nearest free candidates that fits its
+    slots exactly, scored at once), then tries swapping chosen tickets of one size between
     teams; rounds go on while one raises the quality."""
     teams = len(opening.open)
     skill = mu / np.maximum(size, 1)
@@ -120,8 +121,9 @@ def _joint(
 ) -> tuple[IntArray | None, bool]:
     """The best fill of all among every candidate (when they make at most EXACT fills) or the
     n most promising (_promise), n as large as keeps the fills to try within JOINT (each
-    team's sets of exact size, pairwise disjoint, scored at once): per candidate its team or -1 (None when those candidates fill no fill),
-    and whether that search took every candidate (its fill is then the best of all)."""
+    team's sets of exact size, pairwise disjoint, scored at once): per candidate its team or
+    -1 (None when those candidates fill no fill), and whether that search took every
+    candidate (its fill is then the best of all)."""
     teams = np.flatnonzero(opening.open > 0).tolist()
     distance = -_promise(opening, size, mu, var, skill, beta2)
     n = min(len(size), 62)  # sets as bits of an int64
