@@ -286,6 +286,22 @@ async def serve(
         if record.expires_at <= now:
             with contextlib.suppress(Refused):
                 await store.put(record.backfill_id, now, "*", None)
+    return await serve_records(redis, mode, rules, waiting, now, state, deadline, records)
+
+
+async def serve_records(
+    redis: RedisClient,
+    mode: str,
+    rules: ModeRules,
+    waiting: Waiting,
+    now: float,
+    state: ProposalState,
+    deadline: float | None,
+    records: Sequence[Record],
+) -> Served:
+    """serve, with these records of the backfills as read (a fill claims only while its
+    backfill still has the version read)."""
+    store = BackfillStore(redis, mode)
     live = sorted((r for r in records if r.expires_at > now), key=lambda r: (r.created_at, r.backfill_id))
     if not live:
         return Served([], [], [], [])
