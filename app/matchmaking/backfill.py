@@ -257,12 +257,16 @@ def _combinations(n: int, k: int) -> IntArray:
 
 def _sets(sizes: IntArray, total: int) -> IntArray:
     """Every set of positions whose sizes add up to `total`, a row each, padded with -1."""
+    if total <= len(sizes) and bool((sizes == 1).all()):
+        return _combinations(len(sizes), total)  # solos only: the common case, no filter
     rows: list[IntArray] = []
     for k in range(1, min(total, len(sizes)) + 1):
         sets = _combinations(len(sizes), k)
         fits = sets[sizes[sets].sum(axis=1) == total]
         if len(fits):
-            rows.append(np.pad(fits, ((0, 0), (0, total - k)), constant_values=-1))
+            padded = np.full((len(fits), total), -1, dtype=np.int64)
+            padded[:, :k] = fits
+            rows.append(padded)
     if not rows:
         return np.zeros((0, total), dtype=np.int64)
     return np.concatenate(rows)
