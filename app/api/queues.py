@@ -197,11 +197,10 @@ async def get_backfill(
     """A backfill: its roster (with the players of fills not failed), the players whose ready
     check runs, its open slots and version. With `wait`, a long-poll that answers when the
     backfill is filled (by any instance of the service) or changed."""
-    found = await backfills.get_backfill(session, redis, mode, backfill_id)
     if not wait:
+        found = await backfills.get_backfill(session, redis, mode, backfill_id)
         return Response(found.model_dump_json(), media_type=JSON)
-    team_size = len(found.teams[0]) + found.open_slots[0]
-    return DeferredJson(lambda: backfills.wait_for_backfill(redis, watch, mode, backfill_id, wait, team_size))
+    return DeferredJson(await backfills.backfill_poll(session, redis, watch, mode, backfill_id, wait))
 
 
 @router.put(

@@ -12,6 +12,7 @@ record drops it (an accepted one joins the roster then).
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from app.infra.redis_client import RedisClient
 from app.queues import record
 from app.queues.record import HeaderField
 from app.queues.scripts import BACKFILL_CLAIM, BACKFILL_PUT, run
-from app.queues.store import _ID, Keys, ProposalClaim, QueueStore, Render, Waiting, _kept, _text
+from app.queues.store import _ID, Keys, ProposalClaim, QueueStore, Render, Waiting, _text
 
 Ratings = list[list[list[float]]]  # per team, per player: [mu, sigma]
 
@@ -157,10 +158,5 @@ def players_of(value: bytes) -> list[str]:
 def ratings_of(value: bytes) -> list[list[float]]:
     """A pool value's players' [mu, sigma]."""
     size = int(record.field_of(value, HeaderField.PLAYERS))
-    doubles = memoryview(value)[record.HEADER_BYTES : record.HEADER_BYTES + record.PLAYER_BYTES * size]
-    flat = doubles.cast("d").tolist()
+    flat = struct.unpack_from(f"<{2 * size}d", value, record.HEADER_BYTES)
     return [[flat[2 * i], flat[2 * i + 1]] for i in range(size)]
-
-
-def kept_seconds(ttl: float) -> int:
-    return _kept(ttl)

@@ -13,7 +13,7 @@ import dataclasses
 import datetime as dt
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -189,6 +189,17 @@ async def _read(store: BackfillStore, mode: str, backfill_id: str) -> Roster:
 async def get_backfill(session: AsyncSession, redis: RedisClient, mode: str, backfill_id: str) -> BackfillOut:
     rules = await modes.resolve(session, mode)
     return _view(await _read(BackfillStore(redis, mode), mode, backfill_id), rules.shape.team_size)
+
+
+async def backfill_poll(
+    session: AsyncSession, redis: RedisClient, watch: TicketWatch, mode: str, backfill_id: str, seconds: float
+) -> Callable[[], Awaitable[bytes]]:
+    """A long-poll on the backfill, made once the mode and the backfill are known (404 now,
+    not in the deferred answer), to be run once the request's session is closed."""
+    rules = await modes.resolve(session, mode)
+    await _read(BackfillStore(redis, mode), mode, backfill_id)
+    team_size = rules.shape.team_size
+    return lambda: wait_for_backfill(redis, watch, mode, backfill_id, seconds, team_size)
 
 
 async def wait_for_backfill(
