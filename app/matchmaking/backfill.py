@@ -393,9 +393,11 @@ def fill_backfills(
             fills.append(None)
             continue
         if opening.group not in by_group:
-            rows = np.flatnonzero(pool.group == opening.group)
+            rows = np.flatnonzero((pool.group == opening.group) & ~taken)
             rows = rows[np.argsort(skill[rows], kind="stable")]
             by_group[opening.group] = rows, skill[rows]
+        # The group's free rows by skill: each fill's rows leave it (below), so a window of
+        # neighbours never runs dry where earlier backfills took the tickets.
         rows, sorted_skill = by_group[opening.group]
         allowed = _within_latency(pool, rows, opening, latency)
         targets = slot_targets(opening, sorted_skill)
@@ -405,7 +407,7 @@ def fill_backfills(
             at = int(np.searchsorted(sorted_skill, targets[team]))
             span = rows[max(0, at - 4 * reach) : at + 4 * reach]
             ok = allowed[max(0, at - 4 * reach) : at + 4 * reach]
-            span = span[ok & ~taken[span] & (pool.size[span] <= opening.open.max())]
+            span = span[ok & (pool.size[span] <= opening.open.max())]
             near = np.argsort(np.abs(skill[span] - targets[team]), kind="stable")[: 2 * reach]
             picked.append(span[near])
         candidates = np.unique(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
@@ -425,6 +427,8 @@ def fill_backfills(
             continue
         fill = Fill(teams, quality)
         taken[list(fill.rows)] = True
+        free = ~taken[rows]
+        by_group[opening.group] = rows[free], sorted_skill[free]
         fills.append(fill)
     return fills
 

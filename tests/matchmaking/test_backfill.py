@@ -125,3 +125,14 @@ def test_only_tickets_of_the_backfills_group_and_region_fill_it() -> None:
     rule = LatencyRule(start_ms=100.0, relaxed_ms=100.0, seconds=10.0)
     (fill,) = fill_backfills(pool, [slot], ENV.beta, OPEN, rule)
     assert fill is not None and fill.teams == ((2,), ())
+
+
+def test_backfills_alike_all_fill_while_the_pool_has_tickets_past_their_neighbours() -> None:
+    """Many backfills wanting the same skill: each takes the next free neighbours, not a window
+    its predecessors emptied."""
+    tickets = [Ticket(f"t{i}", (f"p{i}",), (Rating(25, 3),), "{}", 1.0) for i in range(200)]
+    slots = [opening([[Rating(25, 3)] * 3, [Rating(25, 3)] * 4], 5) for _ in range(60)]
+    fills = fill_backfills(Pool.of(tickets), slots, ENV.beta, OPEN)
+    assert all(fill is not None for fill in fills)
+    rows = [row for fill in fills if fill is not None for row in fill.rows]
+    assert len(rows) == len(set(rows)) == 180
