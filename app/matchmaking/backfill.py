@@ -107,11 +107,11 @@ def best_fill(
         for team, picks in enumerate(chosen):
             where[list(picks)] = team
     for _ in range(ROUNDS):
-        improved = False
+        before = current = _score(opening, where, size, mu, var, beta2)
         for team in np.flatnonzero(opening.open > 0).tolist():
-            improved |= _refill(opening, team, where, size, mu, var, skill, beta2)
-        improved |= _swap(opening, where, size, mu, var, beta2)
-        if not improved:
+            current = _refill(opening, team, where, size, mu, var, skill, beta2, current)
+        current = _swap(opening, where, size, mu, var, beta2, current)
+        if current <= before:
             break
     return tuple(tuple(np.flatnonzero(where == team).tolist()) for team in range(teams))
 
@@ -203,9 +203,11 @@ def _refill(
     var: FloatArray,
     skill: FloatArray,
     beta2: float,
-) -> bool:
+    current: float,
+) -> float:
     """Give the team the best set of candidates for its open slots, the others held: among
-    its own and the free candidates, the REFILL nearest its target skill. Whether that changed it."""
+    its own and the free candidates, the REFILL nearest its target skill. The fill's log
+    quality then (`current`, that of the fill as it was, when nothing better was found)."""
     open_slots = int(opening.open[team])
     mine = where == team
     usable = np.flatnonzero(mine | (where < 0))
@@ -221,7 +223,7 @@ def _refill(
         usable = usable[np.argsort(np.abs(skill[usable] - target), kind="stable")[:REFILL]]
     sets = _sets(size[usable], open_slots)
     if not len(sets):
-        return False
+        return current
     members = usable[sets]  # (sets, k) with -1 padding mapped below
     present = sets >= 0
     set_mu = np.where(present, mu[members], 0.0).sum(axis=1)
@@ -234,12 +236,11 @@ def _refill(
     add_size[:, team] = open_slots
     scores = completed_log_quality(opening, add_mu, add_var, add_size, beta2)
     best = int(scores.argmax())
-    current = _score(opening, where, size, mu, var, beta2)
     if scores[best] <= current + 1e-12:
-        return False
+        return current
     where[mine] = -1
     where[members[best][present[best]]] = team
-    return True
+    return float(scores[best])
 
 
 _SETS: dict[tuple[int, int], IntArray] = {}
@@ -273,10 +274,16 @@ def _sets(sizes: IntArray, total: int) -> IntArray:
 
 
 def _swap(
-    opening: Opening, where: IntArray, size: IntArray, mu: FloatArray, var: FloatArray, beta2: float
-) -> bool:
+    opening: Opening,
+    where: IntArray,
+    size: IntArray,
+    mu: FloatArray,
+    var: FloatArray,
+    beta2: float,
+    current: float,
+) -> float:
     """Make the best swap of two chosen tickets of one size between teams, if it raises the
-    quality. Whether one was made."""
+    quality (`current`, the fill's log quality before). The fill's log quality then."""
     teams = len(opening.open)
     pairs = [
         (x, y)
@@ -286,7 +293,7 @@ def _swap(
         if size[x] == size[y]
     ]
     if not pairs:
-        return False
+        return current
     added = _added(where, size, mu, var, teams)
     delta_mu = np.zeros((len(pairs), teams))
     delta_var = np.zeros((len(pairs), teams))
@@ -300,11 +307,11 @@ def _swap(
         opening, added[0] + delta_mu, added[1] + delta_var, np.broadcast_to(added[2], delta_mu.shape), beta2
     )
     best = int(scores.argmax())
-    if scores[best] <= _score(opening, where, size, mu, var, beta2) + 1e-12:
-        return False
+    if scores[best] <= current + 1e-12:
+        return current
     x, y = pairs[best]
     where[x], where[y] = where[y], where[x]
-    return True
+    return float(scores[best])
 
 
 def _added(
