@@ -10,11 +10,14 @@ from starlette.types import Receive, Scope, Send
 
 from app.api.deps import MatchmakingKey, RedisDep, SessionDep, TicketWatchDep
 from app.ids import Identifier
-from app.queues import service
+from app.queues import backfills, service
 from app.queues.schemas import (
     MAX_WAIT_SECONDS,
     SEEN_PATTERN,
     AnswerIn,
+    BackfillIn,
+    BackfillOut,
+    BackfillUpdate,
     MatchmakeIn,
     MatchmakeOut,
     ProposalDetail,
@@ -149,12 +152,102 @@ async def matchmake(
     _: MatchmakingKey,
     body: MatchmakeIn | None = None,
 ) -> Response:
-    """Form up to max_matches matches of the mode's shape, best draw quality first. Each
-    is claimed atomically: no ticket is ever in two proposals. No body means the defaults.
-    Under the mode's latency rule each match names its `region`."""
+    """Serve the mode's backfills (fills of kind "backfill", oldest backfill first), then form
+    up to max_matches matches of the mode's shape, best draw quality first. Each is claimed
+    atomically: no ticket is ever in two proposals. No body means the defaults. Under the
+    mode's latency rule each match names its `region`."""
     # The proposals' JSON, as stored on their tickets: built once, sent as is.
     content = await service.matchmake(session, redis, mode, (body or MatchmakeIn()).max_matches)
     return Response(content, media_type=JSON)
+
+
+@router.post(
+    "/{mode}/backfills",
+    operation_id="create_backfill",
+    status_code=status.HTTP_201_CREATED,
+    response_model=BackfillOut,
+    responses={409: {"description": "A player is on another backfill's roster or holds an active ticket"}},
+)
+async def create_backfill(
+    mode: Identifier, body: BackfillIn, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+) -> BackfillOut:
+    """A game running or about to start whose open slots the queue fills: each matchmaking
+    call serves backfills before it forms new matches. Teams hold at most the mode's
+    team_size; the roster's ratings are read as a ticket's are. The backfill lives `ttl_s`
+    seconds unless deleted first."""
+    return await backfills.create_backfill(session, redis, mode, body)
+
+
+_BACKFILL_ERRORS: dict[int | str, dict[str, object]] = {404: {"description": "No such backfill in this mode"}}
+
+
+@router.get(
+    "/{mode}/backfills/{backfill_id}",
+    operation_id="get_backfill",
+    response_model=BackfillOut,
+    responses=_BACKFILL_ERRORS,
+)
+async def get_backfill(
+    mode: Identifier,
+    backfill_id: Identifier,
+    session: SessionDep,
+    redis: RedisDep,
+    watch: TicketWatchDep,
+    _: MatchmakingKey,
+    wait: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            allow_inf_nan=False,
+            description="long-poll: answer as soon as the backfill's version moves on (a fill, a new "
+            "roster), or after this many seconds (at most 60) as it is then",
+        ),
+    ] = None,
+) -> Response:
+    """A backfill: its roster (with the players of fills not failed), the players whose ready
+    check runs, its open slots and version. With `wait`, a long-poll that answers when the
+    backfill is filled (by any instance of the service) or changed."""
+    if not wait:
+        found = await backfills.get_backfill(session, redis, mode, backfill_id)
+        return Response(found.model_dump_json(), media_type=JSON)
+    return DeferredJson(await backfills.backfill_poll(session, redis, watch, mode, backfill_id, wait))
+
+
+@router.put(
+    "/{mode}/backfills/{backfill_id}",
+    operation_id="replace_backfill",
+    response_model=BackfillOut,
+    responses={
+        404: {"description": "No such backfill in this mode"},
+        409: {"description": "The backfill moved past `version`, or a new player is taken elsewhere"},
+    },
+)
+async def replace_backfill(
+    mode: Identifier,
+    backfill_id: Identifier,
+    body: BackfillUpdate,
+    session: SessionDep,
+    redis: RedisDep,
+    _: MatchmakingKey,
+) -> BackfillOut:
+    """A new roster: players left or joined. It replaces the whole roster (pending fills'
+    players stay only if listed) and raises the version."""
+    return await backfills.replace_roster(session, redis, mode, backfill_id, body)
+
+
+@router.delete(
+    "/{mode}/backfills/{backfill_id}",
+    operation_id="delete_backfill",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=_BACKFILL_ERRORS,
+)
+async def delete_backfill(
+    mode: Identifier, backfill_id: Identifier, session: SessionDep, redis: RedisDep, _: MatchmakingKey
+) -> Response:
+    """The game ended or is full: no more fills."""
+    await backfills.delete_backfill(session, redis, mode, backfill_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post(

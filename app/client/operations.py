@@ -21,6 +21,9 @@ from app.matches.schemas import BatchOut, MatchIn, MatchOut
 from app.modes.schemas import ModeChanged, ModeDetail, ModeList, ModeOut, Reset
 from app.players.schemas import LearningCurve, PlayerMatches, PlayerOut
 from app.queues.schemas import (
+    BackfillIn,
+    BackfillOut,
+    BackfillUpdate,
     MatchmakeOut,
     ProposalDetail,
     QueueStatistics,
@@ -222,6 +225,35 @@ class Operations:
         """Form and claim up to `max_matches` matches (default: the service's), best draw
         quality first."""
         return Request({"mode": mode}, json=None if max_matches is None else {"max_matches": max_matches})
+
+    # Creating a backfill is not repeatable: a lost answer hides the backfill's id.
+    @operation("POST", "/v1/queues/{mode}/backfills", model(BackfillOut), repeatable=False)
+    def create_backfill(self, mode: str, backfill: BackfillIn | dict[str, Any]) -> Request[BackfillOut]:
+        """A game whose open slots the queue fills, before it forms new matches (409 when a player
+        is on another backfill's roster or holds an active ticket)."""
+        return Request({"mode": mode}, json=body(backfill))
+
+    @operation("GET", "/v1/queues/{mode}/backfills/{backfill_id}", model(BackfillOut))
+    def get_backfill(self, mode: str, backfill_id: str, wait: float | None = None) -> Request[BackfillOut]:
+        """A backfill: its roster, pending players, open slots and version. With `wait` (seconds,
+        at most 60) a long-poll: answered as soon as its version moves on (a fill, a new roster),
+        or after `wait` as it is."""
+        if wait is None:
+            return Request({"mode": mode, "backfill_id": backfill_id})
+        return Request({"mode": mode, "backfill_id": backfill_id}, {"wait": wait}, timeout=wait + 10.0)
+
+    # Repeatable: the same roster again only raises the version.
+    @operation("PUT", "/v1/queues/{mode}/backfills/{backfill_id}", model(BackfillOut), repeatable=True)
+    def replace_backfill(
+        self, mode: str, backfill_id: str, roster: BackfillUpdate | dict[str, Any]
+    ) -> Request[BackfillOut]:
+        """A new roster (players left or joined); with its `version`, 409 when the backfill moved on."""
+        return Request({"mode": mode, "backfill_id": backfill_id}, json=body(roster))
+
+    @operation("DELETE", "/v1/queues/{mode}/backfills/{backfill_id}", no_content)
+    def delete_backfill(self, mode: str, backfill_id: str) -> Request[None]:
+        """The game ended or is full: no more fills."""
+        return Request({"mode": mode, "backfill_id": backfill_id})
 
     @operation("GET", "/v1/queues/{mode}/stats", model(QueueStatistics))
     def queue_statistics(self, mode: str) -> Request[QueueStatistics]:

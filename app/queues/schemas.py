@@ -123,6 +123,12 @@ class ProposalOut(BaseModel):
     roles: dict[str, str] | None = Field(
         None, description="under the mode's roles: each player's role in the match; else null"
     )
+    kind: Literal["match", "backfill"] = Field(
+        "match",
+        description="match: a new match of queued tickets; backfill: a fill of a backfill's open slots, "
+        "whose `teams` list its whole roster with the new players in it",
+    )
+    backfill_id: str | None = Field(None, description="the backfill filled; null for a match")
 
 
 class ProposalDetail(ProposalOut):
@@ -176,6 +182,80 @@ class RequeuedTicket(BaseModel):
 class RequeueOut(BaseModel):
     proposal_id: str
     tickets: list[RequeuedTicket]
+
+
+# A backfill lives at most this long (its TTL), and this long when none is given.
+MAX_BACKFILL_TTL_S = 86_400.0
+BACKFILL_TTL_S = 3_600.0
+Roster = Annotated[
+    list[Annotated[list[PlayerId], Field(max_length=MAX_PLAYERS)]],
+    Field(min_length=2, max_length=MAX_PLAYERS, description="per team, its players' ids"),
+]
+
+
+class BackfillIn(BaseModel):
+    """A game to backfill: its roster, whose open slots (up to the mode's team_size per team)
+    the queue fills."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    teams: Roster
+    attributes: dict[Identifier, AttributeValue] = Field(
+        default_factory=dict,
+        max_length=16,
+        description="as a ticket's: only tickets with equal attributes fill the backfill",
+    )
+    region: Identifier | None = Field(
+        None,
+        description="where the game runs: under the mode's max_latency_ms, only tickets within the limit "
+        "there (or listing no latencies) fill it",
+    )
+    latencies: dict[Identifier, LatencyMs] = Field(
+        default_factory=dict,
+        max_length=MAX_REGIONS,
+        description="instead of `region`: the roster's latency per region; the game's region is the "
+        "lowest of them",
+    )
+    ttl_s: float = Field(
+        BACKFILL_TTL_S,
+        ge=1,
+        le=MAX_BACKFILL_TTL_S,
+        allow_inf_nan=False,
+        description="seconds until the backfill ends by itself (at most a day)",
+    )
+
+    @field_validator("attributes", mode="before")
+    @classmethod
+    def flat(cls, value: Any) -> Any:
+        if isinstance(value, dict) and any(isinstance(v, dict | list) for v in value.values()):
+            raise ValueError(FLAT_ATTRIBUTES)
+        return value
+
+
+class BackfillUpdate(BaseModel):
+    """A backfill's new roster: players left or joined."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    teams: Roster
+    version: int | None = Field(
+        None,
+        ge=1,
+        description="the version this roster was computed from: 409 when the backfill has moved on",
+    )
+
+
+class BackfillOut(BaseModel):
+    backfill_id: str
+    version: int = Field(description="raised by every change: a fill, a new roster")
+    teams: list[list[str]] = Field(description="the roster, with the players of fills not yet failed")
+    pending: list[str] = Field(description="players of fills whose ready check runs (in `teams` too)")
+    open_slots: list[int] = Field(description="per team, the slots the queue may still fill")
+    attributes: dict[str, AttributeValue]
+    region: str | None
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    fill_ids: list[str] = Field(description="the proposals of its fills still pending")
 
 
 class MatchmakeIn(BaseModel):

@@ -260,14 +260,15 @@ return out
 # A proposal already in KEYS[4] was claimed by this very call run before (ids are random; see
 # ENQUEUE on retries): it counts as claimed, unwritten. Returns the 1-based numbers of the
 # proposals claimed.
-CLAIM = (
+_CLAIMING = (
     _CHUNKED
     + _FINISH
     + _PUBLISH
     + """
+local function claim(start, may, won)
 local pool, holders, deadlines, kept, deadline, n = KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], #ARGV
 local matched = deadline == '0' and '0 ' or deadline .. ' '
-local names, starts, at = {}, {}, 3
+local names, starts, at = {}, {}, start
 while at <= n do
   starts[#starts + 1] = at
   at = at + 4
@@ -297,7 +298,7 @@ for p = 1, #starts do
   end
   if again then
     claimed[#claimed + 1] = p
-  elseif free then
+  elseif free and may(p) then
     local status = 'matched ' .. ARGV[first]
     at = first + 4
     for t = 1, tickets do
@@ -328,6 +329,7 @@ for p = 1, #starts do
       due[#due + 1] = deadline
       due[#due + 1] = ARGV[first]
     end
+    won(p, proposal, ARGV[first])
     claimed[#claimed + 1] = p
   end
 end
@@ -339,6 +341,151 @@ if #claimed > 0 then
   publish(gone)
 end
 return claimed
+end
+"""
+)
+
+CLAIM = _CLAIMING + "return claim(3, function() return true end, function() end)\n"
+
+# Backfills (docs/api.md): a fill is a proposal claimed as CLAIM claims one, and only while its
+# backfill's record (mm:v4:{mode}:backfills, a JSON object with a "version") still has the
+# version the fill was chosen from, unexpired: two matchmaking calls never fill one slot twice,
+# and the holds keep a ticket out of a backfill and a match at once. The claim writes the
+# backfill's new record (its roster with the new players, its version one up), names the new
+# players in mm:v4:{mode}:rostered, and publishes the backfill's id (its long-polls wake).
+# Under a ready check the roster's own players count as accepted from the start ("s:").
+# KEYS: as CLAIM's, then the backfills hash and the rostered hash (their numbers: ARGV[3], +1).
+# ARGV: seconds to keep, deadline ("0": none), the backfills hash's number in KEYS, now, the
+#       fill count, per fill: backfill id, expected version, new record, the roster's answers'
+#       JSON ("" without a ready check), new player count, the new players; then per proposal
+#       (fill f is proposal f) as CLAIM's. Returns the 1-based numbers of the fills claimed.
+BACKFILL_CLAIM = (
+    _CLAIMING
+    + """
+local b, now = tonumber(ARGV[3]), tonumber(ARGV[4])
+local backfills, rostered = KEYS[b], KEYS[b + 1]
+local fill, at = {}, 6
+for f = 1, tonumber(ARGV[5]) do
+  local players = tonumber(ARGV[at + 4])
+  fill[f] = {ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3], at + 5, players}
+  at = at + 5 + players
+end
+local function may(p)
+  local current = redis.call('HGET', backfills, fill[p][1])
+  if not current then return false end
+  local record = cjson.decode(current)
+  return record.version == fill[p][2] and record.expires_at > now
+end
+local function won(p, proposal, id)
+  local f = fill[p]
+  redis.call('HSET', backfills, f[1], f[3])
+  local named = {}
+  for i = f[5], f[5] + f[6] - 1 do
+    named[#named + 1] = ARGV[i]
+    named[#named + 1] = f[1]
+  end
+  if #named > 0 then redis.call('HSET', rostered, unpack(named)) end
+  if f[4] ~= '' then
+    proposal[#proposal + 1] = 's:' .. id
+    proposal[#proposal + 1] = '{"answers":' .. f[4] .. ',"deadline":' .. ARGV[2] .. '}'
+  end
+  publish({f[1]})
+end
+return claim(at, may, won)
+"""
+)
+
+# Creates, replaces or deletes a backfill's record. KEYS: pool, holders, backfills, rostered.
+# ARGV: the backfill's id, now, the version expected ("new": none yet; "*": any), the new record
+# ("": delete), the count of the new roster's players, them. A player new to the roster may
+# not be on another live backfill's roster, nor hold an active ticket (queued, or in a pending
+# proposal); players who leave the roster leave mm:v4:{mode}:rostered. An expired record reads
+# as unknown (and goes). Publishes the backfill's id. Returns {"ok"}, {"unknown"},
+# {"stale", version}, {"rostered", player, backfill} or {"queued", player}. A create whose id
+# exists already is this very call run again (random ids; see ENQUEUE on retries): "ok".
+BACKFILL_PUT = (
+    _PUBLISH
+    + """
+local pool, holders, backfills, rostered = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local id, now, expected, record = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local current = redis.call('HGET', backfills, id)
+if expected == 'new' and current then return {'ok'} end
+local old = current and cjson.decode(current)
+local function roster(of)
+  local names = {}
+  if not of then return names end
+  for _, team in ipairs(of.teams) do
+    for _, name in ipairs(team) do names[name] = true end
+  end
+  for _, pending in ipairs(of.fills or {}) do
+    for _, team in ipairs(pending.teams) do
+      for _, name in ipairs(team) do names[name] = true end
+    end
+  end
+  return names
+end
+local before = roster(old)
+local function drop(names)
+  if #names == 0 then return end
+  local on = redis.call('HMGET', rostered, unpack(names))
+  local gone = {}
+  for i, name in ipairs(names) do
+    if on[i] == id then gone[#gone + 1] = name end
+  end
+  if #gone > 0 then redis.call('HDEL', rostered, unpack(gone)) end
+end
+if expected ~= 'new' then
+  if not old or old.expires_at <= now then
+    if old then
+      local names = {}
+      for name in pairs(before) do names[#names + 1] = name end
+      drop(names)
+      redis.call('HDEL', backfills, id)
+    end
+    return {'unknown'}
+  end
+  if expected ~= '*' and old.version ~= tonumber(expected) then return {'stale', tostring(old.version)} end
+end
+local names, keep, fresh = {}, {}, {}
+for i = 6, 5 + tonumber(ARGV[5]) do
+  names[#names + 1] = ARGV[i]
+  keep[ARGV[i]] = true
+  if not before[ARGV[i]] then fresh[#fresh + 1] = ARGV[i] end
+end
+if #fresh > 0 then
+  local on = redis.call('HMGET', rostered, unpack(fresh))
+  for i, name in ipairs(fresh) do
+    if on[i] and on[i] ~= id then
+      local theirs = redis.call('HGET', backfills, on[i])
+      theirs = theirs and cjson.decode(theirs)
+      if theirs and theirs.expires_at > now and roster(theirs)[name] then
+        return {'rostered', name, on[i]}
+      end
+    end
+  end
+  local held = redis.call('HMGET', holders, unpack(fresh))
+  for i, name in ipairs(fresh) do
+    if held[i] and tonumber(string.match(held[i], '^%S+')) > now then return {'queued', name} end
+  end
+end
+local leaving = {}
+for name in pairs(before) do
+  if not keep[name] then leaving[#leaving + 1] = name end
+end
+drop(leaving)
+if record == '' then
+  redis.call('HDEL', backfills, id)
+else
+  redis.call('HSET', backfills, id, record)
+  local named = {}
+  for _, name in ipairs(names) do
+    named[#named + 1] = name
+    named[#named + 1] = id
+  end
+  if #named > 0 then redis.call('HSET', rostered, unpack(named)) end
+end
+publish({id})
+return {'ok'}
 """
 )
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import contextlib
+import dataclasses
 import datetime as dt
+import logging
 import time
 
 import numpy as np
@@ -20,7 +21,7 @@ from app.matchmaking.proposals import MatchShape, canonical_attributes, form_mat
 from app.modes import service as modes
 from app.modes.schemas import QUEUE_DEFAULTS
 from app.players import repository as players
-from app.queues import record
+from app.queues import backfills, record
 from app.queues.record import HeaderField
 from app.queues.schemas import (
     AVOID_PER_PLAYER,
@@ -55,6 +56,10 @@ log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float64]
 # When each mode's wait estimates were last rebuilt by this process (statistics.py).
 _estimated_at: dict[str, float] = {}
+
+# Below every group a ticket can have (attribute digests are 48-bit, extended groups are
+# negative ids' digests): a ticket given OUT_OF_REACH - row is in a group of one.
+OUT_OF_REACH = -(2**62)
 
 # The retention a read without the mode's rules at hand keeps statuses for (store.py).
 DEFAULT_TTL = QUEUE_DEFAULTS["ticket_ttl_seconds"]
@@ -440,10 +445,21 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     if rules.accept_timeout is not None:
         await store.sweep_deadlines(now, rules.ticket_ttl)
     waiting = await store.waiting(now, rules.ticket_ttl)
+    # Under a ready check every proposal of the call is pending until the same deadline.
+    deadline = None if rules.accept_timeout is None else time.time() + rules.accept_timeout
+    state: ProposalState = "accepted" if deadline is None else "pending"
+    # Backfills first (Open Match 2's guidance): their tickets are out of this call's matches.
+    served = await backfills.serve(redis, mode, rules, waiting, now, state, deadline)
+    pool = waiting.pool
+    if served.tried:
+        # Each ticket a fill tried alone in a group of its own: no match can take it.
+        group = pool.group.copy()
+        group[served.tried] = OUT_OF_REACH - np.asarray(served.tried, dtype=np.int64)
+        pool = dataclasses.replace(pool, group=group)
     # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
     matches = await asyncio.to_thread(
         form_matches,
-        waiting.pool,
+        pool,
         rules.shape,
         rules.env.beta,
         rules.relax,
@@ -455,9 +471,6 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
         for match in matches
     ]
     claimed_at = time.time()
-    # Under a ready check every proposal of the call is pending until the same deadline.
-    deadline = None if rules.accept_timeout is None else claimed_at + rules.accept_timeout
-    state: ProposalState = "accepted" if deadline is None else "pending"
     deadline_at = None if deadline is None else dt.datetime.fromtimestamp(deadline, dt.UTC)
     proposals: dict[str, ProposalOut] = {}
 
@@ -484,9 +497,9 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).
     won = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl, render, deadline)
-    qualities = [matches[index].quality for index, _ in won]
+    qualities = served.qualities + [matches[index].quality for index, _ in won]
     metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), qualities)
-    rows = [row for index, _ in won for row in matches[index].rows]
+    rows = served.rows + [row for index, _ in won for row in matches[index].rows]
     waited = claimed_at - now + waiting.pool.waited[rows]
     metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), waited)
     try:
@@ -496,7 +509,8 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
         # only this answer tells the lobby service. Statistics are not bookkeeping: a call they
         # miss (Redis busy, a replica late) shows as a gap in them, never as a lost match.
         log.warning("queue %s: a matchmaking call was not counted in the statistics: %r", mode, exc)
-    return to_json(MatchmakeOut.model_construct(matches=[proposals[proposal_id] for _, proposal_id in won]))
+    made = served.proposals + [proposals[proposal_id] for _, proposal_id in won]
+    return to_json(MatchmakeOut.model_construct(matches=made))
 
 
 async def _count(

@@ -21,7 +21,13 @@ serve one queue side by side through a rolling deploy: what a ticket says beyond
                               "x:<ticket>" -> a ticket's extension, written when it is queued
     mm:v4:{mode}:deadlines    sorted set: pending proposal -> its ready check's deadline
     mm:v4:{mode}:events       pub/sub channel: the ids of tickets that left the pool (matched,
-                              cancelled, expired), 32 hex digits each, run together
+                              cancelled, expired), 32 hex digits each, run together; and the
+                              ids of backfills that changed (same length)
+    mm:v4:{mode}:backfills    hash: backfill -> its record's JSON (backfill_store.py), with a
+                              version every change raises (a fill's claim checks it)
+    mm:v4:{mode}:rostered     hash: player -> the backfill whose roster names them (a player
+                              is on one live roster at most; an entry whose backfill is gone,
+                              or no longer names the player, counts for nothing)
 
 Ticket and proposal ids are 32 hex digits: the Unix second they were made (8 digits), then
 96 random bits. A finished ticket's status goes to the done hash of the minute its id names,
@@ -126,6 +132,14 @@ class Keys:
         return f"{self.prefix}deadlines"
 
     @property
+    def backfills(self) -> str:
+        return f"{self.prefix}backfills"
+
+    @property
+    def rostered(self) -> str:
+        return f"{self.prefix}rostered"
+
+    @property
     def events(self) -> str:
         """The channel the scripts publish the ids of tickets leaving the pool on."""
         return f"{self.prefix}events"
@@ -196,6 +210,7 @@ class Waiting:
     pool: Pool
     values: list[bytes]  # each row's pool value
     expires_at: list[float]  # each row's expiry
+    avoiding: list[int] = field(default_factory=list)  # rows whose tickets list players to avoid
 
 
 class QueueStore:
@@ -350,9 +365,10 @@ class QueueStore:
         extended = np.flatnonzero(groups < 0).tolist()
         roles: list[extension.TicketRoles | None] | None = None
         clashes = None
+        avoiding: list[int] = []
         if extended:
             read = await self._read_done([live_ids[row] for row in extended], extension.FIELD_PREFIX)
-            roles, clashes = _extensions(live_values, players, groups, extended, read)
+            roles, clashes, avoiding = _extensions(live_values, players, groups, extended, read)
         pool = Pool(
             live_ids,
             players,
@@ -364,7 +380,7 @@ class QueueStore:
             roles,
             clashes,
         )
-        return Waiting(pool, live_values, headers[:, HeaderField.EXPIRES_AT].tolist())
+        return Waiting(pool, live_values, headers[:, HeaderField.EXPIRES_AT].tolist(), avoiding)
 
     async def claim(
         self,
@@ -379,8 +395,29 @@ class QueueStore:
         the index and the id of each claimed. `render` writes a proposal's JSON, which is kept
         here for the lookups of its tickets (the API's shape: this store only keeps it). With a
         `deadline`, each proposal's ready check runs until then (SETTLE settles it)."""
+        keys, args, tried = self.claim_arguments(
+            waiting, claims, new_ids(len(claims), now), now, ttl, render, deadline
+        )
+        if not tried:
+            return []
+        claimed = await run(self.redis, CLAIM, keys, args)
+        won = [int(number) - 1 for number in claimed]
+        return [tried[number] for number in won]
+
+    def claim_arguments(
+        self,
+        waiting: Waiting,
+        claims: Sequence[ProposalClaim],
+        proposal_ids: Sequence[str],
+        now: float,
+        ttl: float,
+        render: Render,
+        deadline: float | None = None,
+    ) -> tuple[list[str], list[str | bytes | int], list[tuple[int, str]]]:
+        """CLAIM's KEYS and ARGV for these proposals (BACKFILL_CLAIM extends them), and the
+        index and id of each proposal they try: those with an expired ticket, or tickets of
+        attributes that differ, are left out."""
         ids, sizes = waiting.pool.ids, waiting.pool.size.tolist()
-        proposal_ids = new_ids(len(claims), now)
         keys = [self.keys.pool, self.keys.holders, self.keys.deadlines]
         key_of: dict[str, int] = {}  # an id's second (its first 8 digits) -> its done hash in KEYS
 
@@ -432,11 +469,7 @@ class QueueStore:
                 held = hold(expires_at[row], ticket_id)
                 args += [ticket_id, key_number(ticket_id), held, len(names), *names]
             tried.append((index, proposal_id))
-        if not tried:
-            return []
-        claimed = await run(self.redis, CLAIM, keys, args)
-        won = [int(number) - 1 for number in claimed]
-        return [tried[number] for number in won]
+        return keys, args, tried
 
     async def proposal(self, proposal_id: str) -> str | None:
         """A claimed proposal's JSON; None if the queue never made it (or forgot it)."""
@@ -609,10 +642,10 @@ def _party_sums(values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], 
 
 def _extensions(
     values: list[bytes], players: Any, groups: Any, extended: list[int], read: list[Any]
-) -> tuple[list[extension.TicketRoles | None] | None, Any]:
+) -> tuple[list[extension.TicketRoles | None] | None, Any, list[int]]:
     """From the extensions of the rows that have one: the pool's roles (None when no ticket
-    lists any) and clashing rows (None without avoid lists). Each extended row's true group
-    is set from its attributes (extension.py), in `groups`."""
+    lists any), clashing rows (None without avoid lists) and the rows that avoid anyone. Each
+    extended row's true group is set from its attributes (extension.py), in `groups`."""
     sizes = players.tolist()
     decoded: dict[Any, extension.Extension] = {}
     digests: dict[bytes, int] = {}
@@ -640,7 +673,8 @@ def _extensions(
             for value, size in zip(values, sizes, strict=True)
         ]
         clashes = clashing_rows(names, avoid)
-    return (roles if any(r is not None for r in roles) else None), clashes
+    avoiding = [row for row, names in enumerate(avoid) if names]
+    return (roles if any(r is not None for r in roles) else None), clashes, avoiding
 
 
 def _latencies(values: list[bytes], players: Any, counts: Any) -> Latencies | None:

@@ -137,6 +137,19 @@ async def scenario(api: Client | AsyncClient) -> None:
     assert (
         await ready(api.cancel_ticket(mode, (await ready(api.get_player_ticket(mode, p1))).ticket_id)) is None
     )
+    # A backfill: filled by the next matchmaking call, then replaced and deleted.
+    made = await ready(api.create_backfill(mode, {"teams": [[f"{mode}-b1"], []]}))
+    assert (made.version, made.open_slots) == (1, [0, 1])
+    await ready(api.create_ticket(mode, {"players": [p4]}))
+    (fill,) = (await ready(api.matchmake(mode))).matches
+    assert (fill.kind, fill.backfill_id, fill.teams) == ("backfill", made.backfill_id, [[f"{mode}-b1"], [p4]])
+    assert (await ready(api.get_backfill(mode, made.backfill_id, wait=5))).version == 2
+    replaced = await ready(api.replace_backfill(mode, made.backfill_id, {"teams": [[f"{mode}-b1"], []]}))
+    assert (replaced.version, replaced.open_slots) == (3, [0, 1])
+    assert await ready(api.delete_backfill(mode, made.backfill_id)) is None
+    with pytest.raises(ApiError) as gone:
+        await ready(api.get_backfill(mode, made.backfill_id))
+    assert gone.value.status == 404
 
     board = await ready(api.get_leaderboard(mode, limit=1))
     assert len(board.entries) == 1 and board.next_cursor is not None
