@@ -37,11 +37,11 @@ from app.simulation.scenario import (
     Truth,
 )
 
-# Keys the issue names whose queue features are not in the service yet: refused by name
-# rather than accepted and ignored (docs/simulator.md says what each will mean).
+# Keys the issue names whose queue features the simulated loop does not model yet: refused by
+# name rather than accepted and ignored (docs/simulator.md says what each will mean).
 NOT_YET = {
     "sessions.leave_probability": (
-        "leaving a match needs the queue's backfill (issue 38), not in this service yet"
+        "leaving a match and its backfill (issue 38) are not modelled by the simulator yet"
     ),
 }
 # The [mode] keys the simulated loop models: ModeUpdate's fields today.

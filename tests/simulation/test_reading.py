@@ -118,10 +118,10 @@ def test_decline_probability_is_a_chance_under_the_ready_check(value: Any, expec
 
 
 @pytest.mark.parametrize("path", sorted(NOT_YET))
-def test_keys_of_queue_features_not_in_the_service_are_refused_by_name(path: str) -> None:
+def test_keys_of_queue_features_the_loop_does_not_model_are_refused_by_name(path: str) -> None:
     message = error_of(with_(path, 0.1))
     assert message.startswith(f"{path}: ")
-    assert "not in this service yet" in message
+    assert "not modelled by the simulator yet" in message
 
 
 def test_a_missing_table_or_key_is_named() -> None:
