@@ -429,9 +429,7 @@ class LiveRun:
         """Mirror the service's new ratings and tally the match (the virtual clock's tally, for a
         batch of one match)."""
         before = {self.index[p.player_id]: p.before for p in players}
-        for p in players:
-            number = self.index[p.player_id]
-            self.state.columns.mu[number], self.state.columns.sigma[number] = p.after.mu, p.after.sigma
+        after = {self.index[p.player_id]: p.after for p in players}
         members = np.array(teams, dtype=np.int64)
         tallied = self.state.tally(
             members[None],
@@ -443,13 +441,14 @@ class LiveRun:
             np.array([proposal.quality]),
             [proposal.region],
         )
-        self.state.columns.elo[members] = tallied.elo[0]
-        drift = self.scenario.truth.skill_drift
         flat = members.ravel()
-        if drift > 0:
-            self.state.columns.skill[flat] += self.state.outcomes.normal(0.0, drift, len(flat))
-        self.state.columns.finished(flat, tallied.score[0].ravel())
-        self.state.avoid.after_match(flat)
+        self.state.seen(
+            flat,
+            np.array([after[p].mu for p in flat.tolist()]),
+            np.array([after[p].sigma for p in flat.tolist()]),
+            tallied.elo[0].ravel(),
+            tallied.score[0].ravel(),
+        )
 
     async def _check(self, api: AsyncClient) -> int:
         """Lost results: matches whose post failed, and any player whose match count on the

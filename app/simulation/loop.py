@@ -3,9 +3,10 @@
 The virtual clock (virtual.py) and the live clock (live.py) play one scenario's loop, on
 simulated time or through HTTP; what the loop is made of is the same for both, so it lives
 here once: the players' behaviour, their rating columns, the run's record, who is offline,
-their roles and avoid lists (`LoopState.of`), a party's arrival (`LoopState.arrive`), and the
+their roles and avoid lists (`LoopState.of`), a party's arrival (`LoopState.arrive`), the
 tally of played matches (`LoopState.tally`): the record's match row and, per player, the Elo
-baseline's new rating and the match's score. The tally is vectorised over matches of one
+baseline's new rating and the match's score, and a result once its players see it
+(`LoopState.seen`). The tally is vectorised over matches of one
 size (matches × teams × players); the live clock tallies its one match as a batch of one.
 """
 
@@ -42,6 +43,7 @@ class LoopState:
 
     mode: ModeSettings
     regions: tuple[str, ...]
+    skill_drift: float  # the true skills' drift, per match played (truth.skill_drift)
     behaviour: Behaviour
     outcomes: np.random.Generator  # the matches' outcomes and the true skills' drift
     answers: np.random.Generator  # the players' answers to the ready check
@@ -58,6 +60,7 @@ class LoopState:
         return cls(
             mode,
             tuple(population.regions),
+            scenario.truth.skill_drift,
             Behaviour(scenario, streams.behaviour),
             streams.outcomes,
             streams.answers,
@@ -120,3 +123,17 @@ class LoopState:
             np.full(count, teams * size, dtype=np.int64),
         )
         return Tallied(elo_after, score)
+
+    def seen(
+        self, players: IntArray, mu: FloatArray, sigma: FloatArray, elo: FloatArray, score: FloatArray
+    ) -> None:
+        """A match's result seen by its players (flat, with their new ratings, Elo and score):
+        their columns updated, their true skills drifted, their avoid lists grown."""
+        columns = self.columns
+        columns.mu[players] = mu
+        columns.sigma[players] = sigma
+        columns.elo[players] = elo
+        if self.skill_drift > 0:
+            columns.skill[players] += self.outcomes.normal(0.0, self.skill_drift, len(players))
+        columns.finished(players, score)
+        self.avoid.after_match(players)

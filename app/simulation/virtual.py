@@ -437,15 +437,7 @@ class VirtualClock:
     def _end(self, ref: int, at: float) -> None:
         """A match ends: its result becomes visible, its players pause or leave."""
         play = self.playing.pop(ref)
-        columns = self.state.columns
-        columns.mu[play.players] = play.mu
-        columns.sigma[play.players] = play.sigma
-        columns.elo[play.players] = play.elo
-        drift = self.scenario.truth.skill_drift
-        if drift > 0:
-            columns.skill[play.players] += self.state.outcomes.normal(0.0, drift, len(play.players))
-        columns.finished(play.players, play.score)
-        self.state.avoid.after_match(play.players)
+        self.state.seen(play.players, play.mu, play.sigma, play.elo, play.score)
         for session_id in play.sessions:
             session = self.sessions[session_id]
             session.remaining -= 1

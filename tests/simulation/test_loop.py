@@ -77,3 +77,23 @@ def test_a_match_tallied_alone_is_tallied_as_in_a_batch() -> None:
     # Three teams: the winner won both duels, the last none; tied seconds half of theirs.
     assert batch.score[:, :, 0].tolist() == [[1.0, 0.5, 0.0], [0.25, 0.25, 1.0], [0.0, 1.0, 0.5]]
     assert np.isnan(state.recorder.match_columns[0][2]).all()  # no gap beyond two teams
+
+
+def test_a_result_seen_updates_its_players_and_drifts_their_true_skills() -> None:
+    still = state_of(population={"size": 4})
+    players = np.array([2, 0], dtype=np.int64)
+    skill = still.columns.skill.copy()
+    still.seen(
+        players, np.array([30.0, 20.0]), np.array([5.0, 6.0]), np.array([26.0, 24.0]), np.array([1.0, 0.0])
+    )
+    assert still.columns.mu[[2, 0]].tolist() == [30.0, 20.0]
+    assert still.columns.sigma[[2, 0]].tolist() == [5.0, 6.0]
+    assert still.columns.elo[[2, 0]].tolist() == [26.0, 24.0]
+    assert still.columns.games.tolist() == [1, 0, 1, 0]
+    assert still.columns.score.tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert np.array_equal(still.columns.skill, skill)  # no drift in TINY
+    drifting = state_of(population={"size": 4}, truth={"skill_drift": 0.5})
+    skill = drifting.columns.skill.copy()
+    drifting.seen(players, np.ones(2), np.ones(2), np.ones(2), np.zeros(2))
+    moved = drifting.columns.skill != skill
+    assert moved.tolist() == [True, False, True, False]
