@@ -33,10 +33,9 @@ import numpy.typing as npt
 from app.client import ApiError, AsyncClient
 from app.matches.schemas import MatchPlayerOut
 from app.queues.schemas import ProposalOut, TicketOut
-from app.simulation.baselines import elo_deltas
-from app.simulation.population import Behaviour, Offline, Population, Streams
-from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
-from app.simulation.roster import AvoidLists, Roles
+from app.simulation.loop import LoopState
+from app.simulation.population import Population, Streams
+from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, Run
 from app.simulation.scenario import Scenario
 from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
 
@@ -81,25 +80,10 @@ class LiveRun:
         self.mode = f"{scenario.mode.name}-{token}"
         self.ids = [f"sim{token}-{number}" for number in range(len(population))]
         self.index = {player: number for number, player in enumerate(self.ids)}
-        streams = Streams.of(scenario.seed)
-        self.behaviour = Behaviour(scenario, streams.behaviour)
-        self.outcomes = streams.outcomes
-        self.columns = PlayerColumns(
-            population.skill.copy(),
-            population.mu.copy(),
-            population.sigma.copy(),
-            np.full(len(population), scenario.mode.mu),
-            scenario.mode.conservative_k,
-        )
-        self.recorder = Recorder(len(population), ready_check=scenario.mode.accept_timeout_s is not None)
-        self.answers = streams.answers
+        self.state = LoopState.of(scenario, population, Streams.of(scenario.seed))
         # The ready check's proposals the players saw, and those that failed.
         self.proposals: set[str] = set()
         self.failed: set[str] = set()
-        self.offline = Offline(population.home, len(population.regions))
-        spec = scenario.population
-        self.roles = Roles(scenario, population) if population.preference is not None else None
-        self.avoid = AvoidLists(len(population), spec.avoid_probability, spec.avoid_list, streams.avoidance)
         self.matches: dict[str, asyncio.Future[Played]] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.hosted = 0
@@ -112,7 +96,7 @@ class LiveRun:
 
     def fail(self, what: str, error: Exception) -> None:
         detail = str(error).splitlines()[0] if str(error) else error.__class__.__name__
-        self.recorder.errors.append(f"{what}: {detail}")
+        self.state.recorder.errors.append(f"{what}: {detail}")
 
     async def run(self) -> Run:
         wall = time.perf_counter()
@@ -127,17 +111,20 @@ class LiveRun:
                 await asyncio.gather(*list(self.tasks))
             await lobby
             lost = await self._check(api)
-        self.recorder.proposals, self.recorder.proposals_failed = len(self.proposals), len(self.failed)
+        self.state.recorder.proposals, self.state.recorder.proposals_failed = (
+            len(self.proposals),
+            len(self.failed),
+        )
         self.progress(1.0)
-        return self.recorder.finish(
+        return self.state.recorder.finish(
             "live",
             "quality",
             self.scenario.mode.teams,
             self.scenario.duration_seconds,
             time.perf_counter() - wall,
-            self.columns,
+            self.state.columns,
             lost,
-            self.roles.composition.roles if self.roles is not None else (),
+            self.state.roles.composition.roles if self.state.roles is not None else (),
         )
 
     async def _seed_ratings(self, api: AsyncClient) -> None:
@@ -168,7 +155,7 @@ class LiveRun:
             started += came
         moment = 0.0
         while True:
-            moment = self.behaviour.next_arrival(moment)
+            moment = self.state.behaviour.next_arrival(moment)
             if not math.isfinite(moment):
                 break
             await asyncio.sleep(max(0.0, moment - self.now()))
@@ -178,10 +165,8 @@ class LiveRun:
         self.arrivals_done = True
 
     def _arrive(self) -> int:
-        size = self.behaviour.party_size()
-        players = self.offline.take(self.behaviour.rng, size, self.roles.fits if self.roles else None)
+        players = self.state.arrive()
         if not players:
-            self.recorder.turned_away += size
             return 0
         task = asyncio.create_task(self._session(players))
         self.tasks.add(task)
@@ -211,18 +196,22 @@ class LiveRun:
                 for name, ms in zip(self.population.regions, worst.tolist(), strict=True)
                 if math.isfinite(ms)
             }
-        if self.roles is not None:
-            listed = self.roles.ticket(players)
+        if self.state.roles is not None:
+            listed = self.state.roles.ticket(players)
             body["roles"] = {self.ids[p]: list(names) for p, names in zip(players, listed, strict=True)}
-        if self.avoid:
-            body["avoid"] = [self.ids[p] for p in self.avoid.of(players)]
+        if self.state.avoid:
+            body["avoid"] = [self.ids[p] for p in self.state.avoid.of(players)]
         return body
 
     async def _session(self, players: list[int]) -> None:
-        remaining = self.behaviour.session_matches()
+        remaining = self.state.behaviour.session_matches()
         home = int(self.population.home[players[0]])
-        skill = float(self.columns.skill[players].mean())
-        first = int(self.roles.first[players[0]]) if self.roles is not None and len(players) == 1 else -1
+        skill = float(self.state.columns.skill[players].mean())
+        first = (
+            int(self.state.roles.first[players[0]])
+            if self.state.roles is not None and len(players) == 1
+            else -1
+        )
         try:
             async with AsyncClient(self.url, self.key) as api:
                 while remaining > 0 and self.now() < self.scenario.duration_seconds:
@@ -232,7 +221,7 @@ class LiveRun:
                         self.fail("create_ticket", exc)
                         return
                     queued_at = self.now()
-                    before = float(self.columns.games[players].mean())
+                    before = float(self.state.columns.games[players].mean())
                     state, requeued_at, declined = await self._ready(api, ticket.ticket_id, players)
                     waited = self.now() - queued_at
                     if declined or state is None or state.status != "matched" or state.match is None:
@@ -243,16 +232,16 @@ class LiveRun:
                             if state is not None and state.status == "expired"
                             else LEFT_AT_END
                         )
-                        self.recorder.ticket(
+                        self.state.recorder.ticket(
                             queued_at, waited, outcome, len(players), skill, before, home, first
                         )
                         self._requeued(requeued_at, outcome)
                         return
                     proposal = state.match
                     seated = -1
-                    if first >= 0 and self.roles is not None and proposal.roles is not None:
-                        seated = self.roles.index(proposal.roles[self.ids[players[0]]])
-                    self.recorder.ticket(
+                    if first >= 0 and self.state.roles is not None and proposal.roles is not None:
+                        seated = self.state.roles.index(proposal.roles[self.ids[players[0]]])
+                    self.state.recorder.ticket(
                         queued_at, waited, MATCHED, len(players), skill, before, home, first, seated
                     )
                     self._requeued(requeued_at, MATCHED)
@@ -265,9 +254,9 @@ class LiveRun:
                         return
                     remaining -= 1
                     if remaining > 0:
-                        await asyncio.sleep(self.behaviour.pause())
+                        await asyncio.sleep(self.state.behaviour.pause())
         finally:
-            self.offline.put_back(players)
+            self.state.offline.put_back(players)
 
     async def _result(self, proposal_id: str, played: asyncio.Future[Played]) -> bool:
         """Whether the match was played out; a host never heard from (its own poll failed) is an
@@ -279,14 +268,16 @@ class LiveRun:
             if not played.done():
                 played.set_result(Played(False))
                 self.lost += 1
-                self.recorder.errors.append(f"match {proposal_id}: its host never played it")
+                self.state.recorder.errors.append(f"match {proposal_id}: its host never played it")
             return False
         return True
 
     def _requeued(self, requeued_at: float | None, outcome: int) -> None:
         """A ticket a failed ready check put back in the queue leaves it: its extra wait."""
         if requeued_at is not None:
-            self.recorder.requeued(np.array([self.now() - requeued_at]), np.array([outcome], dtype=np.int64))
+            self.state.recorder.requeued(
+                np.array([self.now() - requeued_at]), np.array([outcome], dtype=np.int64)
+            )
 
     async def _ready(
         self, api: AsyncClient, ticket_id: str, players: list[int]
@@ -335,7 +326,7 @@ class LiveRun:
                 continue
             answered = proposal.proposal_id
             ids = [self.ids[p] for p in players]
-            declining = [player for player in ids if self.answers.random() < chance]
+            declining = [player for player in ids if self.state.answers.random() < chance]
             try:
                 if declining:
                     self.failed.add(proposal.proposal_id)
@@ -387,13 +378,13 @@ class LiveRun:
         formed = self.now()
         teams = [[self.index[player] for player in team] for team in proposal.teams]
         truth = self.scenario.truth
-        skills = np.array([[self.columns.skill[team].sum() for team in teams]])
+        skills = np.array([[self.state.columns.skill[team].sum() for team in teams]])
         # Every team of a match has one size, the mode's or, once it may shrink, smaller.
         size = len(teams[0])
         if len(teams) == 2:
             outcome = int(
                 two_team_outcomes(
-                    self.outcomes,
+                    self.state.outcomes,
                     skills[:, 0],
                     skills[:, 1],
                     size,
@@ -405,9 +396,9 @@ class LiveRun:
                 [[2.0 if outcome == SECOND_WINS else 1.0, 2.0 if outcome == FIRST_WINS else 1.0]]
             )
         else:
-            placed = ranks(self.outcomes, skills, size, truth.beta, truth.draw_probability)
+            placed = ranks(self.state.outcomes, skills, size, truth.beta, truth.draw_probability)
             outcome = -1
-        await asyncio.sleep(self.behaviour.match_length())
+        await asyncio.sleep(self.state.behaviour.match_length())
         body = {
             "match_id": proposal.proposal_id,
             "mode": self.mode,
@@ -435,37 +426,29 @@ class LiveRun:
         players: list[MatchPlayerOut],
         formed: float,
     ) -> None:
-        """Mirror the service's new ratings and tally the match (as the virtual clock does)."""
-        mode = self.scenario.mode
+        """Mirror the service's new ratings and tally the match (the virtual clock's tally, for a
+        batch of one match)."""
         before = {self.index[p.player_id]: p.before for p in players}
-        for p in players:
-            number = self.index[p.player_id]
-            self.columns.mu[number], self.columns.sigma[number] = p.after.mu, p.after.sigma
+        after = {self.index[p.player_id]: p.after for p in players}
         members = np.array(teams, dtype=np.int64)
-        elo = self.columns.elo[members][None]
-        self.columns.elo[members] = (elo + elo_deltas(elo, placed, mode.beta)[:, :, None])[0]
-        duels = np.where(placed[0][:, None] < placed[0][None, :], 1.0, 0.0)
-        duels = np.where(placed[0][:, None] == placed[0][None, :], 0.5, duels)
-        score = (duels * (1.0 - np.eye(len(teams)))).sum(axis=1) / (len(teams) - 1)
-        beta2 = mode.beta * mode.beta
-        mu_sum = [sum(before[p].mu for p in team) for team in teams]
-        spread = sum(before[p].sigma ** 2 + beta2 for team in teams for p in team)
-        regions = list(self.population.regions)
-        self.recorder.matches(
+        tallied = self.state.tally(
+            members[None],
+            placed,
+            np.array([outcome], dtype=np.int64),
+            np.array([[[before[p].mu for p in team] for team in teams]]),
+            np.array([[[before[p].sigma for p in team] for team in teams]]),
             np.array([formed]),
             np.array([proposal.quality]),
-            np.array([mu_sum[0] - mu_sum[1] if len(teams) == 2 else math.nan]),
-            np.array([spread]),
-            np.array([outcome], dtype=np.int64),
-            np.array([regions.index(proposal.region) if proposal.region in regions else -1], dtype=np.int64),
-            np.array([members.size], dtype=np.int64),
+            [proposal.region],
         )
-        drift = self.scenario.truth.skill_drift
         flat = members.ravel()
-        if drift > 0:
-            self.columns.skill[flat] += self.outcomes.normal(0.0, drift, len(flat))
-        self.columns.finished(flat, np.repeat(score, members.shape[1]))
-        self.avoid.after_match(flat)
+        self.state.seen(
+            flat,
+            np.array([after[p].mu for p in flat.tolist()]),
+            np.array([after[p].sigma for p in flat.tolist()]),
+            tallied.elo[0].ravel(),
+            tallied.score[0].ravel(),
+        )
 
     async def _check(self, api: AsyncClient) -> int:
         """Lost results: matches whose post failed, and any player whose match count on the
@@ -484,11 +467,13 @@ class LiveRun:
             return self.lost
         differ = [
             (player, int(ours), held.get(player, 0))
-            for player, ours in zip(self.ids, self.columns.games.tolist(), strict=True)
+            for player, ours in zip(self.ids, self.state.columns.games.tolist(), strict=True)
             if held.get(player, 0) != ours
         ]
         for player, ours, theirs in differ[:10]:
-            self.recorder.errors.append(f"player {player}: {ours} matches posted, the service holds {theirs}")
+            self.state.recorder.errors.append(
+                f"player {player}: {ours} matches posted, the service holds {theirs}"
+            )
         missing = sum(max(0, ours - theirs) for _, ours, theirs in differ)
         # Games missing, in matches: at the fewest players a match may have (a mode's matches
         # may shrink), so a lost match is never undercounted.

@@ -27,7 +27,11 @@ class Roles:
 
     def __init__(self, scenario: Scenario, population: Population) -> None:
         composition = scenario.mode.shape.composition
-        assert composition is not None and population.preference is not None
+        if composition is None or population.preference is None:
+            # An `if`, not an assert: asserts vanish under `python -O`.
+            raise ValueError(
+                "roles need a mode with a role composition and a population with role preferences"
+            )
         self.composition: Composition = composition
         self.kinds = tuple(preference.accepts for preference in scenario.population.roles)
         self.masks = [composition.mask(accepts) for accepts in self.kinds]
@@ -59,6 +63,8 @@ class AvoidLists:
     """Each player's avoid list, most recent last."""
 
     def __init__(self, players: int, probability: float, keep: int, rng: np.random.Generator) -> None:
+        if keep < 0:
+            raise ValueError(f"an avoid list keeps 0 or more players, got {keep}")
         self.lists: list[list[int]] = [[] for _ in range(players)]
         self.probability, self.keep, self.rng = probability, keep, rng
 
@@ -80,7 +86,8 @@ class AvoidLists:
             if avoided in listed:
                 listed.remove(avoided)
             listed.append(avoided)
-            del listed[: -self.keep]
+            # Not `del listed[:-keep]`: with keep 0 that slice is empty and nothing is dropped.
+            del listed[: len(listed) - self.keep]
 
     def of(self, players: list[int]) -> tuple[int, ...]:
         """The ticket's avoid list: its players' lists, less its own players (the service

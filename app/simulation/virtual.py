@@ -36,10 +36,10 @@ import numpy.typing as npt
 from app.matchmaking.pool import Match, Pool
 from app.matchmaking.proposals import form_matches
 from app.rating.levels import Matches, rate_levels
-from app.simulation.baselines import elo_deltas, random_matches
-from app.simulation.population import Behaviour, Offline, Population, Streams
-from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, PlayerColumns, Recorder, Run
-from app.simulation.roster import AvoidLists, Roles
+from app.simulation.baselines import random_matches
+from app.simulation.loop import LoopState
+from app.simulation.population import Population, Streams
+from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, Run
 from app.simulation.scenario import ModeSettings, Scenario
 from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
 from app.simulation.waiting import Waiting
@@ -97,23 +97,11 @@ class VirtualClock:
         self.scenario, self.population, self.pairing = scenario, population, pairing
         self.progress = progress or (lambda _: None)
         streams = Streams.of(scenario.seed)
-        self.behaviour = Behaviour(scenario, streams.behaviour)
-        self.outcomes, self.shuffles, self.answers = streams.outcomes, streams.pairing, streams.answers
+        self.state = LoopState.of(scenario, population, streams)
+        self.shuffles = streams.pairing
         self.mode = scenario.mode
         self.env = scenario.mode.environment()
-        self.columns = PlayerColumns(
-            population.skill.copy(),
-            population.mu.copy(),
-            population.sigma.copy(),
-            np.full(len(population), scenario.mode.mu),
-            scenario.mode.conservative_k,
-        )
-        self.recorder = Recorder(len(population), ready_check=scenario.mode.accept_timeout_s is not None)
-        self.offline = Offline(population.home, len(population.regions))
-        spec = scenario.population
-        self.roles = Roles(scenario, population) if population.preference is not None else None
-        self.avoid = AvoidLists(len(population), spec.avoid_probability, spec.avoid_list, streams.avoidance)
-        self.waiting = Waiting(len(population.regions), len(population) if self.avoid else 0)
+        self.waiting = Waiting(len(population.regions), len(population) if self.state.avoid else 0)
         self.sessions: dict[int, Session] = {}
         self.playing: dict[int, Playing] = {}
         self.events: list[tuple[float, int, int, int]] = []
@@ -127,7 +115,7 @@ class VirtualClock:
         interval = self.scenario.matchmaker.interval_seconds
         needed = self.mode.shape.minimum
         self._initial_sessions()
-        self._push(self.behaviour.next_arrival(0.0), ARRIVE, 0)
+        self._push(self.state.behaviour.next_arrival(0.0), ARRIVE, 0)
         tick, now, shown = 0, 0.0, 0.0
         while now <= duration:
             self._events_until(now)
@@ -158,15 +146,15 @@ class VirtualClock:
             f"{count} matches refused by the rating engine: {reason}"
             for reason, count in self.refused.items()
         ]
-        self.recorder.errors.extend(errors)
-        return self.recorder.finish(
+        self.state.recorder.errors.extend(errors)
+        return self.state.recorder.finish(
             "virtual",
             self.pairing,
             self.mode.teams,
             duration,
             time.perf_counter() - started,
-            self.columns,
-            roles=self.roles.composition.roles if self.roles is not None else (),
+            self.state.columns,
+            roles=self.state.roles.composition.roles if self.state.roles is not None else (),
         )
 
     # --- events ---
@@ -181,7 +169,7 @@ class VirtualClock:
             at, _, kind, ref = heapq.heappop(self.events)
             if kind == ARRIVE:
                 self._arrive(at)
-                self._push(self.behaviour.next_arrival(at), ARRIVE, 0)
+                self._push(self.state.behaviour.next_arrival(at), ARRIVE, 0)
             elif kind == READY:
                 self._queue(ref, at)
             else:
@@ -198,16 +186,14 @@ class VirtualClock:
 
     def _arrive(self, at: float) -> int:
         """A party starts a session and queues; the number of players who came."""
-        size = self.behaviour.party_size()
-        players = self.offline.take(self.behaviour.rng, size, self.roles.fits if self.roles else None)
+        players = self.state.arrive()
         if not players:
-            self.recorder.turned_away += size
             return 0
         members = np.array(players, dtype=np.int64)
         latency = None if self.population.latency is None else self.population.latency[members].max(axis=0)
         self.serial += 1
         self.sessions[self.serial] = Session(
-            members, self.behaviour.session_matches(), latency, int(self.population.home[players[0]])
+            members, self.state.behaviour.session_matches(), latency, int(self.population.home[players[0]])
         )
         self._queue(self.serial, at)
         return len(players)
@@ -217,32 +203,35 @@ class VirtualClock:
         session = self.sessions[session_id]
         players = session.players
         members = players.tolist()
-        roles = self.roles
+        roles = self.state.roles
         self.waiting.add(
             session_id,
             at,
             len(players),
-            (float(self.columns.mu[players].sum()), float((self.columns.sigma[players] ** 2).sum())),
+            (
+                float(self.state.columns.mu[players].sum()),
+                float((self.state.columns.sigma[players] ** 2).sum()),
+            ),
             session.latency,
-            float(self.columns.skill[players].mean()),
-            float(self.columns.games[players].mean()),
+            float(self.state.columns.skill[players].mean()),
+            float(self.state.columns.games[players].mean()),
             session.home,
             members,
             roles.ticket(members) if roles is not None else None,
-            self.avoid.of(members) if self.avoid else (),
+            self.state.avoid.of(members) if self.state.avoid else (),
             int(roles.first[members[0]]) if roles is not None and len(members) == 1 else -1,
         )
         self.settled = False
 
     def _leave(self, session_id: int) -> None:
         session = self.sessions.pop(session_id)
-        self.offline.put_back(session.players.tolist())
+        self.state.offline.put_back(session.players.tolist())
 
     def _tickets_left(
         self, rows: IntArray, waited: FloatArray, outcome: int, seated: IntArray | None = None
     ) -> None:
         waiting = self.waiting
-        self.recorder.tickets(
+        self.state.recorder.tickets(
             waiting.enqueued[rows],
             waited,
             np.full(len(rows), outcome),
@@ -257,7 +246,7 @@ class VirtualClock:
         again = np.isfinite(requeued)
         if again.any():
             left = waiting.enqueued[rows] + waited
-            self.recorder.requeued(
+            self.state.recorder.requeued(
                 (left - requeued)[again], np.full(int(again.sum()), outcome, dtype=np.int64)
             )
 
@@ -326,7 +315,7 @@ class VirtualClock:
         it: the tickets of the players who declined are cancelled (a party's whole) and their
         sessions end, and every other ticket goes back to the queue with its original enqueue
         time, so its wait keeps counting (it stays in `waiting`, marked requeued)."""
-        self.recorder.proposals += len(matches)
+        self.state.recorder.proposals += len(matches)
         chance = self.scenario.sessions.decline_probability
         none = np.empty(0, dtype=np.int64)
         if chance <= 0 or not matches:
@@ -335,7 +324,9 @@ class VirtualClock:
         rows = np.array([row for match in matches for row in match.rows], dtype=np.int64)
         sizes = waiting.size[rows]
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        declines = np.add.reduceat((self.answers.random(int(sizes.sum())) < chance).astype(np.int64), starts)
+        declines = np.add.reduceat(
+            (self.state.answers.random(int(sizes.sum())) < chance).astype(np.int64), starts
+        )
         declining = dict(zip(rows.tolist(), (declines > 0).tolist(), strict=True))
         accepted: list[Match] = []
         cancelled: list[int] = []
@@ -344,7 +335,7 @@ class VirtualClock:
             if not said_no:
                 accepted.append(match)
                 continue
-            self.recorder.proposals_failed += 1
+            self.state.recorder.proposals_failed += 1
             cancelled += said_no
             for row in match.rows:
                 if not declining[row] and math.isnan(waiting.requeued[row]):
@@ -359,7 +350,7 @@ class VirtualClock:
 
     def _play(self, matches: list[Match], teams: int, size: int, now: float) -> None:
         """Matches of one size (teams × size players): outcomes, new ratings, the record."""
-        mode, truth = self.mode, self.scenario.truth
+        truth = self.scenario.truth
         sessions = self.waiting.session
         players = np.empty((len(matches), teams, size), dtype=np.int64)
         rows: list[int] = []
@@ -368,40 +359,29 @@ class VirtualClock:
                 members = [p for row in tickets for p in self.sessions[int(sessions[row])].players.tolist()]
                 players[number, team] = members
             rows.extend(match.rows)
-        skills = self.columns.skill[players].sum(axis=2)
+        skills = self.state.columns.skill[players].sum(axis=2)
         if teams == 2:
             outcome = two_team_outcomes(
-                self.outcomes, skills[:, 0], skills[:, 1], size, truth.beta, truth.draw_probability
+                self.state.outcomes, skills[:, 0], skills[:, 1], size, truth.beta, truth.draw_probability
             )
             placed = np.stack(
                 [np.where(outcome == SECOND_WINS, 2.0, 1.0), np.where(outcome == FIRST_WINS, 2.0, 1.0)],
                 axis=1,
             )
         else:
-            placed = ranks(self.outcomes, skills, size, truth.beta, truth.draw_probability)
+            placed = ranks(self.state.outcomes, skills, size, truth.beta, truth.draw_probability)
             outcome = np.full(len(matches), -1, dtype=np.int64)
-        mu_before, sigma_before = self.columns.mu[players], self.columns.sigma[players]
+        mu_before, sigma_before = self.state.columns.mu[players], self.state.columns.sigma[players]
         mu_after, sigma_after = self._rate(mu_before, sigma_before, placed)
-        elo_before = self.columns.elo[players]
-        elo_after = elo_before + elo_deltas(elo_before, placed, mode.beta)[:, :, None]
-        duels = np.where(placed[:, :, None] < placed[:, None, :], 1.0, 0.0)
-        duels = np.where(placed[:, :, None] == placed[:, None, :], 0.5, duels)
-        score = ((duels * (1.0 - np.eye(teams))).sum(axis=2) / (teams - 1))[:, :, None] * np.ones(size)
-        beta2 = mode.beta * mode.beta
-        gap = (
-            mu_before[:, 0].sum(axis=1) - mu_before[:, 1].sum(axis=1)
-            if teams == 2
-            else np.full(len(matches), np.nan)
-        )
-        region_index = {name: number for number, name in enumerate(self.population.regions)}
-        self.recorder.matches(
+        tallied = self.state.tally(
+            players,
+            placed,
+            outcome,
+            mu_before,
+            sigma_before,
             np.full(len(matches), now),
             np.array([match.quality for match in matches]),
-            gap,
-            (sigma_before**2 + beta2).sum(axis=(1, 2)),
-            outcome,
-            np.array([region_index.get(match.region or "", -1) for match in matches], dtype=np.int64),
-            np.full(len(matches), teams * size, dtype=np.int64),
+            [match.region for match in matches],
         )
         taken = np.array(rows, dtype=np.int64)
         self._tickets_left(taken, now - self.waiting.enqueued[taken], MATCHED, self._seated(matches))
@@ -411,18 +391,18 @@ class VirtualClock:
                 players[number].ravel(),
                 mu_after[number].ravel(),
                 sigma_after[number].ravel(),
-                elo_after[number].ravel(),
-                score[number].ravel(),
+                tallied.elo[number].ravel(),
+                tallied.score[number].ravel(),
                 [int(sessions[row]) for row in match.rows],
             )
-            self._push(now + self.behaviour.match_length(), END, self.serial)
+            self._push(now + self.state.behaviour.match_length(), END, self.serial)
 
     def _seated(self, matches: list[Match]) -> IntArray | None:
         """Per row of the matches (in order), the role its solo player was seated in; -1 for a
         party's. None without roles."""
-        if self.roles is None:
+        if self.state.roles is None:
             return None
-        roles = self.roles
+        roles = self.state.roles
         seated = [
             roles.index(names[0]) if len(names) == 1 else -1
             for match in matches
@@ -457,20 +437,12 @@ class VirtualClock:
     def _end(self, ref: int, at: float) -> None:
         """A match ends: its result becomes visible, its players pause or leave."""
         play = self.playing.pop(ref)
-        columns = self.columns
-        columns.mu[play.players] = play.mu
-        columns.sigma[play.players] = play.sigma
-        columns.elo[play.players] = play.elo
-        drift = self.scenario.truth.skill_drift
-        if drift > 0:
-            columns.skill[play.players] += self.outcomes.normal(0.0, drift, len(play.players))
-        columns.finished(play.players, play.score)
-        self.avoid.after_match(play.players)
+        self.state.seen(play.players, play.mu, play.sigma, play.elo, play.score)
         for session_id in play.sessions:
             session = self.sessions[session_id]
             session.remaining -= 1
             if session.remaining > 0:
-                self._push(at + self.behaviour.pause(), READY, session_id)
+                self._push(at + self.state.behaviour.pause(), READY, session_id)
             else:
                 self._leave(session_id)
 

@@ -124,7 +124,7 @@ async def test_a_short_live_role_queue_seats_players_in_roles_they_accept_and_lo
     assert (run.ticket_seated[solo] >= 0).all()
     assert (run.ticket_seated[solo & (run.ticket_role == 0)] == 0).all()
     # Avoid lists grew from play and went out on the tickets the service accepted.
-    assert any(live.avoid.lists)
+    assert any(live.state.avoid.lists)
     held = await leaderboard(live_server, live.mode)
     assert sum(count for _, _, count in held.values()) == 4 * run.matches
 
