@@ -241,6 +241,8 @@ async def test_an_erased_player_leaves_every_backfill_roster_and_pending_fill(
     target = f"gone-{secrets.token_hex(4)}"
     playing = await make_mode(client, admin_headers, team_size=2, **OPEN)
     checking = await make_mode(client, admin_headers, team_size=2, accept_timeout_s=60, **OPEN)
+    rated = await client.put(f"/v1/players/{target}/ratings/{playing}", json={"mu": 31.0, "sigma": 4.0})
+    assert rated.status_code == 200, rated.text
     on_roster = await backfill(client, playing, [[target, "e-a2"], ["e-b1"]])
     filling = await backfill(client, checking, [["e-c1", "e-c2"], ["e-d1"]])
     theirs = await enqueue(client, checking, target)
@@ -292,7 +294,24 @@ async def test_an_erased_player_leaves_every_backfill_roster_and_pending_fill(
 
         # The open slot still fills, from the roster as it now stands.
         (filled,) = (await client.post(f"/v1/queues/{playing}/matchmake")).json()["matches"]
-        assert (filled["ticket_ids"], filled["teams"]) == ([joiner], [[pseudonym, "e-a2"], ["e-b1", "e-joiner"]])
+        assert filled["ticket_ids"] == [joiner]
+        assert filled["teams"] == [[pseudonym, "e-a2"], ["e-b1", "e-joiner"]]
         assert (await client.get(roster_url)).json()["version"] == read["version"] + 1
+
+        # A new roster may keep the pseudonym in its slot (with the rating it had there), and no
+        # other pseudonym.
+        store = BackfillStore(redis, playing)
+        had = await store.get(str(on_roster["backfill_id"]), time.time())
+        assert had is not None
+        other = "erased:" + "0" * 32
+        refused = await client.put(roster_url, json={"teams": [[pseudonym, "e-a2"], [other]]})
+        assert refused.status_code == 422 and refused.json()["errors"][0]["loc"] == ["body", "teams", 1]
+        assert "reserved for erased players" in refused.json()["detail"]
+        kept = await client.put(roster_url, json={"teams": [[pseudonym, "e-a2"], ["e-b1"]]})
+        assert kept.status_code == 200, kept.text
+        assert kept.json()["teams"] == [[pseudonym, "e-a2"], ["e-b1"]]
+        now_read = await store.get(str(on_roster["backfill_id"]), time.time())
+        assert had.ratings[0][0] == [31.0, 4.0]  # the erased player's rows are gone: the record has it
+        assert now_read is not None and now_read.ratings[0][0] == [31.0, 4.0]
     finally:
         await redis.aclose()
