@@ -71,9 +71,9 @@ async def put_player_rating(
 async def delete_player(
     player_id: Identifier, session: SessionDep, redis: RedisDep, key: AdminKey
 ) -> Response:
-    """Erase a player (GDPR art. 17): ratings, learning curves and tickets go, and their matches
-    and proposals name a pseudonym instead. 204, also when there was nothing to erase. An
-    erasure covers every mode: a key limited to modes gets 403."""
+    """Erase a player (GDPR art. 17): ratings, learning curves and tickets go, and their matches,
+    proposals and backfill rosters name a pseudonym instead. 204, also when there was nothing to
+    erase. An erasure covers every mode: a key limited to modes gets 403."""
     require_every_mode(key, "erasing a player")
     await erasure.erase_player(session, redis, player_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -2,11 +2,11 @@
 
 The player's ratings in every mode, learning curves and waiting tickets go; every stored
 row of history that names them (matches' participants and responses, seeds, queued proposals
-in Redis) names instead one pseudonym, "erased:" and 128 random bits, drawn for this erasure
-and kept nowhere beside the id: nothing links the two afterwards. So other players' before and
-after values stay, and a replay or a smooth rates the pseudonym as a player of its own. A
-pseudonym never gets a rating row (app.jobs leaves them out), so it is never on a leaderboard;
-clients may not name a player "erased:..." (app.ids.PlayerId).
+and backfills' rosters in Redis) names instead one pseudonym, "erased:" and 128 random bits,
+drawn for this erasure and kept nowhere beside the id: nothing links the two afterwards. So
+other players' before and after values stay, and a replay or a smooth rates the pseudonym as a
+player of its own. A pseudonym never gets a rating row (app.jobs leaves them out), so it is
+never on a leaderboard; clients may not name a player "erased:..." (app.ids.PlayerId).
 
 The id is never logged: the audit line names the pseudonym and the time.
 """

@@ -19,6 +19,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, NotFound, ValidationFailed
+from app.ids import PSEUDONYM_PREFIX, is_pseudonym
 from app.infra.redis_client import RedisClient
 from app.matchmaking.backfill import Fill, Opening, fill_backfills
 from app.matchmaking.pool import attribute_group
@@ -240,7 +241,7 @@ async def replace_roster(
         current.record,
         version=current.record.version + 1,
         teams=body.teams,
-        ratings=await _ratings(session, mode, rules, body.teams),
+        ratings=_kept_pseudonyms(current, body.teams, await _ratings(session, mode, rules, body.teams)),
         fills=[],
     )
     try:
@@ -248,6 +249,33 @@ async def replace_roster(
     except Refused as refused:
         _raise_refused(refused, mode, backfill_id)
     return _view(standing(record, {}), rules.shape.team_size)
+
+
+def _kept_pseudonyms(current: Roster, teams: list[list[str]], ratings: Ratings) -> Ratings:
+    """The new roster's ratings, where an erased player's pseudonym the backfill names keeps
+    the rating it has there (a pseudonym has no rating row). 422 naming the field for any other
+    pseudonym: only erasure puts one on a roster."""
+    on_it = {
+        name: rated
+        for team, team_ratings in zip(current.teams, current.ratings, strict=True)
+        for name, rated in zip(team, team_ratings, strict=True)
+    }
+    for number, team in enumerate(teams):
+        for player in team:
+            if is_pseudonym(player) and player not in on_it:
+                raise _refuse(
+                    f"player ids starting with {PSEUDONYM_PREFIX!r} are reserved for erased players;"
+                    f" {player!r} is not on this backfill",
+                    "teams",
+                    number,
+                )
+    return [
+        [
+            list(on_it[name]) if is_pseudonym(name) else rated
+            for name, rated in zip(team, team_ratings, strict=True)
+        ]
+        for team, team_ratings in zip(teams, ratings, strict=True)
+    ]
 
 
 async def delete_backfill(session: AsyncSession, redis: RedisClient, mode: str, backfill_id: str) -> None:

@@ -191,6 +191,12 @@ Roster = Annotated[
     list[Annotated[list[PlayerId], Field(max_length=MAX_PLAYERS)]],
     Field(min_length=2, max_length=MAX_PLAYERS, description="per team, its players' ids"),
 ]
+# A new roster may keep an erased player's pseudonym that the backfill names (their slot in
+# the game): app.queues.backfills refuses any other, as PlayerId refuses every one elsewhere.
+NewRoster = Annotated[
+    list[Annotated[list[Identifier], Field(max_length=MAX_PLAYERS)]],
+    Field(min_length=2, max_length=MAX_PLAYERS, description="per team, its players' ids"),
+]
 
 
 class BackfillIn(BaseModel):
@@ -237,7 +243,7 @@ class BackfillUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    teams: Roster
+    teams: NewRoster
     version: int | None = Field(
         None,
         ge=1,

@@ -856,3 +856,61 @@ if #changed > 0 then chunked('HSET', key, changed) end
 return #changed / 2
 """
 )
+
+# Erasure: KEYS: backfills, rostered. ARGV: a player's id and its pseudonym, each in JSON quotes.
+# Renames the player, as ERASE_PLAYER renames them in proposals, in every backfill's record
+# (backfill_store.py): in the roster's "teams" and in each pending fill's (which mirror a
+# fill's proposal, renamed by ERASE_PLAYER too, so an accepted fill still seats the pseudonym
+# in the slot it took). The player's slot stays taken: the game still has them, under no name.
+# A record it changes gets its version one up, so a fill chosen from the record as read before
+# claims nothing (BACKFILL_CLAIM would write that record back, naming the player), and its id
+# goes out on the events channel (its long-polls answer). The player's rostered entry goes; the
+# pseudonym gets none (clients cannot name a pseudonym, so no roster can take it twice). The
+# record is edited as text, not re-encoded: cjson would round its numbers (14 digits). Player
+# ids hold no brackets or quotes, so each "teams" value is one balanced [...] whose strings are
+# whole ids, and a quoted id found there is a player. Returns how many fields changed (records
+# and the rostered entry).
+ERASE_BACKFILLS = (
+    _CHUNKED
+    + """
+local backfills, rostered, old, new = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local pattern = string.gsub(old, '%p', '%%%0')
+local replacement = string.gsub(new, '%%', '%%%%')
+local function renamed(value)
+  local out, at = {}, 1
+  while true do
+    local key = string.find(value, '"teams":', at, true)
+    if not key then break end
+    local first, last = string.find(value, '%b[]', key + 8)
+    out[#out + 1] = string.sub(value, at, first - 1)
+    out[#out + 1] = (string.gsub(string.sub(value, first, last), pattern, replacement))
+    at = last + 1
+  end
+  out[#out + 1] = string.sub(value, at)
+  return table.concat(out)
+end
+local all = redis.call('HGETALL', backfills)
+local changed, ids = {}, {}
+for i = 1, #all, 2 do
+  local id, value = all[i], all[i + 1]
+  if string.find(value, old, 1, true) then
+    local after = renamed(value)
+    if after ~= value then
+      after = string.gsub(after, '"version":(%d+)', function(version)
+        return '"version":' .. string.format('%d', tonumber(version) + 1)
+      end, 1)
+      changed[#changed + 1] = id
+      changed[#changed + 1] = after
+      ids[#ids + 1] = id
+    end
+  end
+end
+if #changed > 0 then chunked('HSET', backfills, changed) end
+local dropped = redis.call('HDEL', rostered, string.sub(old, 2, -2))
+if #ids > 0 then
+  -- The events channel beside the backfills hash (store.py): KEYS[1] ends in "backfills".
+  redis.call('PUBLISH', string.sub(backfills, 1, -10) .. 'events', table.concat(ids))
+end
+return #ids + dropped
+"""
+)

@@ -85,6 +85,7 @@ from app.queues.scripts import (
     CANCEL,
     CLAIM,
     ENQUEUE,
+    ERASE_BACKFILLS,
     ERASE_PLAYER,
     EXPIRE,
     FORGET_HOLD,
@@ -580,9 +581,16 @@ class QueueStore:
 
     async def erase_player(self, player: str, pseudonym: str, now: float, ttl: float) -> int:
         """Erasure (app.erasure): cancel every ticket in the pool that names the player
-        (a party's ticket whole), drop their hold, and rename them to the pseudonym in every
-        proposal kept (and in what a requeue would put back, which then reads as expired). How
-        many tickets and proposals that touched."""
+        (a party's ticket whole), drop their hold, rename them to the pseudonym in every
+        backfill's roster and pending fills (each such backfill's version one up) and drop their
+        rostered entry, then rename them in every proposal kept (and in what a requeue would put
+        back, which then reads as expired). How many tickets, backfills and proposals that
+        touched.
+
+        In this order: once their tickets are cancelled no fill can seat the player anew, and a
+        fill claimed before the backfills' step (its proposal names the roster, the player on
+        it) is in a done hash the scan then reads; a fill chosen from a record as read before
+        that step claims nothing after it (the version moved)."""
         quoted = f'"{player}"'.encode()  # players are identifiers: JSON needs no escaping
         raw: dict[bytes, bytes] = await self.redis.hgetall(self.keys.pool)  # type: ignore[assignment]
         named = [
@@ -602,6 +610,8 @@ class QueueStore:
             state = await self.ticket(ticket_id, now) if float(expires_at) > now else None
             if float(expires_at) <= now or (state is not None and state.status == "matched"):
                 await run(self.redis, FORGET_HOLD, [self.keys.holders], [player, held])
+        keys = [self.keys.backfills, self.keys.rostered]
+        touched += int(await run(self.redis, ERASE_BACKFILLS, keys, [quoted.decode(), f'"{pseudonym}"']))
         async for key in self.redis.scan_iter(match=f"{self.keys.prefix}done:*", count=1000):
             touched += int(
                 await run(self.redis, ERASE_PLAYER, [_text(key)], [quoted.decode(), f'"{pseudonym}"'])

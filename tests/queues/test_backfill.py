@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 import time
 
 import httpx
@@ -227,3 +228,90 @@ async def test_a_long_poll_answers_when_the_backfill_is_filled(
     await client.post(f"/v1/queues/{mode}/matchmake")
     answered = (await asyncio.wait_for(poll, 20)).json()
     assert (answered["version"], answered["teams"]) == (2, [["lp-a1", "lp-a2"], ["lp-b1", "lp-new"]])
+
+
+async def test_an_erased_player_leaves_every_backfill_roster_and_pending_fill(
+    client: httpx.AsyncClient, admin_headers: dict[str, str], redis_url: str
+) -> None:
+    """DELETE /v1/players/{id}: in every mode, a roster naming the player and a pending fill
+    seating them name the erasure's pseudonym instead (their slots stay taken, as in the fill's
+    proposal), each backfill's version moves on, so a fill chosen before claims nothing, and
+    the player has no rostered entry left."""
+    client.headers.update(admin_headers)
+    target = f"gone-{secrets.token_hex(4)}"
+    playing = await make_mode(client, admin_headers, team_size=2, **OPEN)
+    checking = await make_mode(client, admin_headers, team_size=2, accept_timeout_s=60, **OPEN)
+    rated = await client.put(f"/v1/players/{target}/ratings/{playing}", json={"mu": 31.0, "sigma": 4.0})
+    assert rated.status_code == 200, rated.text
+    on_roster = await backfill(client, playing, [[target, "e-a2"], ["e-b1"]])
+    filling = await backfill(client, checking, [["e-c1", "e-c2"], ["e-d1"]])
+    theirs = await enqueue(client, checking, target)
+    (fill,) = (await client.post(f"/v1/queues/{checking}/matchmake")).json()["matches"]
+    assert (fill["state"], fill["ticket_ids"]) == ("pending", [theirs])
+    roster_url = f"/v1/queues/{playing}/backfills/{on_roster['backfill_id']}"
+    fill_url = f"/v1/queues/{checking}/backfills/{filling['backfill_id']}"
+    assert (await client.get(fill_url)).json()["pending"] == [target]
+    joiner = await enqueue(client, playing, "e-joiner")
+    redis = Redis.from_url(redis_url)
+    try:
+        assert await redis.hget(QueueStore(redis, playing).keys.rostered, target) is not None
+        assert await redis.hget(QueueStore(redis, checking).keys.rostered, target) is not None
+        # A matchmaking call reads the roster and the pool before the erasure...
+        rules = modes.cached(playing)
+        assert rules is not None
+        now = time.time()
+        waiting = await QueueStore(redis, playing).waiting(now, rules.ticket_ttl)
+        before = await BackfillStore(redis, playing).everything()
+
+        gone = await client.delete(f"/v1/players/{target}")
+        assert gone.status_code == 204, gone.text
+
+        # ...and claims nothing after it: its fill would have written the roster back.
+        served = await backfills.serve_records(redis, playing, rules, waiting, now, "accepted", None, before)
+        assert served.proposals == []
+        assert (await client.get(f"/v1/queues/{playing}/tickets/{joiner}")).json()["status"] == "queued"
+
+        read = (await client.get(roster_url)).json()
+        ((pseudonym, kept), others) = read["teams"]
+        assert pseudonym.startswith("erased:") and (kept, others) == ("e-a2", ["e-b1"])
+        assert (read["version"], read["open_slots"]) == (on_roster["version"] + 1, [0, 1])
+        pending = (await client.get(fill_url)).json()
+        assert pending["teams"] == [["e-c1", "e-c2"], ["e-d1", pseudonym]]
+        assert (pending["pending"], pending["fill_ids"]) == ([pseudonym], [fill["proposal_id"]])
+        assert pending["version"] == 3  # created, filled, erased
+        # The fill's proposal names the same pseudonym (app.erasure renames proposals so).
+        proposal = (await client.get(f"/v1/queues/{checking}/proposals/{fill['proposal_id']}")).json()
+        assert proposal["teams"] == pending["teams"] and proposal["answers"][pseudonym] is None
+
+        for mode in (playing, checking):
+            keys = QueueStore(redis, mode).keys
+            assert await redis.hget(keys.rostered, target) is None
+            assert await redis.hget(keys.rostered, pseudonym) is None
+            async for key in redis.scan_iter(match=f"{keys.prefix}*"):
+                if await redis.type(key) == b"hash":
+                    stored = await redis.hgetall(key)
+                    assert target.encode() not in b"".join([*stored, *stored.values()]), key
+
+        # The open slot still fills, from the roster as it now stands.
+        (filled,) = (await client.post(f"/v1/queues/{playing}/matchmake")).json()["matches"]
+        assert filled["ticket_ids"] == [joiner]
+        assert filled["teams"] == [[pseudonym, "e-a2"], ["e-b1", "e-joiner"]]
+        assert (await client.get(roster_url)).json()["version"] == read["version"] + 1
+
+        # A new roster may keep the pseudonym in its slot (with the rating it had there), and no
+        # other pseudonym.
+        store = BackfillStore(redis, playing)
+        had = await store.get(str(on_roster["backfill_id"]), time.time())
+        assert had is not None
+        other = "erased:" + "0" * 32
+        refused = await client.put(roster_url, json={"teams": [[pseudonym, "e-a2"], [other]]})
+        assert refused.status_code == 422 and refused.json()["errors"][0]["loc"] == ["body", "teams", 1]
+        assert "reserved for erased players" in refused.json()["detail"]
+        kept = await client.put(roster_url, json={"teams": [[pseudonym, "e-a2"], ["e-b1"]]})
+        assert kept.status_code == 200, kept.text
+        assert kept.json()["teams"] == [[pseudonym, "e-a2"], ["e-b1"]]
+        now_read = await store.get(str(on_roster["backfill_id"]), time.time())
+        assert had.ratings[0][0] == [31.0, 4.0]  # the erased player's rows are gone: the record has it
+        assert now_read is not None and now_read.ratings[0][0] == [31.0, 4.0]
+    finally:
+        await redis.aclose()
