@@ -78,6 +78,14 @@ MODE_BOUND: dict[str, Callable[[str], Request]] = {
         f"/v1/queues/{m}/proposals/no-such-proposal/decline",
         {"players": ["pa"]},
     ),
+    "create_backfill": lambda m: ("POST", f"/v1/queues/{m}/backfills", {"teams": [["pa"], []]}),
+    "get_backfill": lambda m: ("GET", f"/v1/queues/{m}/backfills/no-such-backfill", None),
+    "replace_backfill": lambda m: (
+        "PUT",
+        f"/v1/queues/{m}/backfills/no-such-backfill",
+        {"teams": [["pa"], []]},
+    ),
+    "delete_backfill": lambda m: ("DELETE", f"/v1/queues/{m}/backfills/no-such-backfill", None),
     "get_leaderboard": lambda m: ("GET", f"/v1/leaderboards/{m}", None),
     "get_leaderboard_standing": lambda m: ("GET", f"/v1/leaderboards/{m}/players/pa", None),
     # The ops page (HTML): a foreign mode's leaderboard or player page is its 403 page.
