@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.matchmaking.backfill_batch import COMBINATIONS, best_fills, combinations
 from app.matchmaking.latency import LatencyRule
 from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Pool
 from app.matchmaking.quality import Relaxation, team_log_quality
@@ -389,55 +390,193 @@ def fill_backfills(
 ) -> list[Fill | None]:
     """Per opening, in order, the fill chosen for it (None: none clears its threshold, or its
     slots cannot all be filled); an earlier opening's tickets are out of reach of later ones.
-    `usable` leaves rows out of every fill (e.g. tickets with avoid lists)."""
-    beta2 = beta * beta
-    taken = np.zeros(len(pool), dtype=np.bool_) if usable is None else ~usable
-    skill = pool.mu / np.maximum(pool.size, 1)
-    fills: list[Fill | None] = []
-    by_group: dict[int, tuple[IntArray, FloatArray]] = {}
-    for opening in openings:
+    `usable` leaves rows out of every fill (e.g. tickets with avoid lists).
+
+    Where the group's free tickets are many (WIDE per open slot), backfills are searched in
+    chunks (backfill_batch): each in turn reserves its teams' nearest free candidates, so an
+    earlier backfill still has the first pick, and the chunk's backfills of one open pattern
+    share one array search; the reserved tickets no fill took are free again after the chunk.
+    Elsewhere (small pools, latencies, avoid lists) each backfill is searched alone
+    (best_fill), exhaustively on small pools."""
+    free = _FreeRows(pool, np.zeros(len(pool), dtype=np.bool_) if usable is None else ~usable)
+    fills: list[Fill | None] = [None] * len(openings)
+    chunk: list[tuple[int, list[IntArray]]] = []
+    for index, opening in enumerate(openings):
         if int(opening.open.sum()) == 0:
-            fills.append(None)
             continue
-        if opening.group not in by_group:
-            rows = np.flatnonzero((pool.group == opening.group) & ~taken)
-            rows = rows[np.argsort(skill[rows], kind="stable")]
-            by_group[opening.group] = rows, skill[rows]
-        # The group's free rows by skill: each fill's rows leave it (below), so a window of
-        # neighbours never runs dry where earlier backfills took the tickets.
-        rows, sorted_skill = by_group[opening.group]
-        allowed = _within_latency(pool, rows, opening, latency)
-        targets = slot_targets(opening, sorted_skill)
-        picked: list[IntArray] = []
-        reach = NEIGHBOURS * int(opening.open.max())
-        for team in np.flatnonzero(opening.open > 0).tolist():
-            at = int(np.searchsorted(sorted_skill, targets[team]))
-            span = rows[max(0, at - 4 * reach) : at + 4 * reach]
-            ok = allowed[max(0, at - 4 * reach) : at + 4 * reach]
-            span = span[ok & (pool.size[span] <= opening.open.max())]
-            near = np.argsort(np.abs(skill[span] - targets[team]), kind="stable")[: 2 * reach]
-            picked.append(span[near])
-        candidates = np.unique(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
-        candidates = _without_clashes(pool, candidates)
-        chosen = best_fill(opening, pool.size[candidates], pool.mu[candidates], pool.var[candidates], beta2)
-        if chosen is None:
-            fills.append(None)
-            continue
-        teams = tuple(tuple(int(candidates[c]) for c in team) for team in chosen)
-        added_mu = np.array([[pool.mu[list(team)].sum() for team in teams]])
-        added_var = np.array([[pool.var[list(team)].sum() for team in teams]])
-        added_size = np.array([[pool.size[list(team)].sum() for team in teams]], dtype=np.float64)
-        log_quality = float(completed_log_quality(opening, added_mu, added_var, added_size, beta2)[0])
-        quality = float(np.exp(log_quality))
-        if quality < relax.threshold(opening.age):
-            fills.append(None)
-            continue
-        fill = Fill(teams, quality)
-        taken[list(fill.rows)] = True
-        free = ~taken[rows]
-        by_group[opening.group] = rows[free], sorted_skill[free]
-        fills.append(fill)
+        reserved = _reserve(pool, free, opening) if _batched(pool, free, opening) else None
+        if reserved is not None:
+            chunk.append((index, reserved))
+            if len(chunk) < CHUNK:
+                continue
+            late = _fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills)
+        else:
+            late = [*_fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills), index]
+        chunk = []
+        for number in late:
+            fills[number] = _fill_one(pool, free, openings[number], beta * beta, relax, latency)
+    for number in _fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills):
+        fills[number] = _fill_one(pool, free, openings[number], beta * beta, relax, latency)
     return fills
+
+
+# A group's free tickets per open slot of a backfill from which it takes the batched search.
+WIDE = 40
+# Candidates per team in the batched search beyond the team's open slots.
+SPARE = 4
+# Backfills per chunk of the batched search: the tickets they reserve (and mostly leave)
+# keep later backfills of the chunk from the nearest ones until it ends.
+CHUNK = 32
+
+
+class _FreeRows:
+    """Per group, its free rows sorted by mean skill (and those skills); rows leave as fills
+    (or a chunk's reservations) take them, so a window of neighbours never runs dry where
+    earlier backfills took the tickets."""
+
+    def __init__(self, pool: Pool, taken: BoolArray) -> None:
+        self.pool = pool
+        self.taken = taken
+        self.skill = pool.mu / np.maximum(pool.size, 1)
+        self.groups: dict[int, tuple[IntArray, FloatArray]] = {}
+
+    def of(self, group: int) -> tuple[IntArray, FloatArray]:
+        if group not in self.groups:
+            rows = np.flatnonzero((self.pool.group == group) & ~self.taken)
+            rows = rows[np.argsort(self.skill[rows], kind="stable")]
+            self.groups[group] = rows, self.skill[rows]
+        return self.groups[group]
+
+    def take(self, group: int, rows: list[int]) -> None:
+        self.taken[rows] = True
+        free, skill = self.of(group)
+        kept = ~self.taken[free]
+        self.groups[group] = free[kept], skill[kept]
+
+
+def _batched(pool: Pool, free: _FreeRows, opening: Opening) -> bool:
+    """Whether the opening takes the batched search: many free tickets in its group, no
+    latencies to check for it, no avoid lists among the pool's tickets and few combinations."""
+    if pool.clashes is not None and len(pool.clashes):
+        return False
+    if pool.latencies is not None and opening.region is not None:
+        return False
+    if combinations(opening.open, SPARE) > COMBINATIONS:
+        return False
+    return len(free.of(opening.group)[0]) >= WIDE * int(opening.open.sum())
+
+
+def _reserve(pool: Pool, free: _FreeRows, opening: Opening) -> list[IntArray] | None:
+    """Per team with open slots, its open slots plus SPARE free rows nearest its target skill
+    that fit its slots, taken out of the group's free rows (None, nothing taken, when a
+    team's neighbourhood holds too few that fit)."""
+    rows, skill = free.of(opening.group)
+    targets = slot_targets(opening, skill)
+    kept = np.ones(len(rows), dtype=np.bool_)
+    reserved: list[IntArray] = []
+    for team in np.flatnonzero(opening.open > 0).tolist():
+        slots = int(opening.open[team])
+        k = slots + SPARE
+        at = int(np.searchsorted(skill, targets[team]))
+        window = np.arange(max(0, at - 3 * k), min(len(rows), at + 3 * k))
+        window = window[kept[window] & (pool.size[rows[window]] <= slots)]
+        if len(window) < k:
+            return None
+        near = window[np.argsort(np.abs(skill[window] - targets[team]), kind="stable")[:k]]
+        kept[near] = False
+        reserved.append(rows[near])
+    free.groups[opening.group] = rows[kept], skill[kept]
+    return reserved
+
+
+def _fill_chunk(
+    pool: Pool,
+    free: _FreeRows,
+    openings: Sequence[Opening],
+    chunk: list[tuple[int, list[IntArray]]],
+    beta2: float,
+    relax: Relaxation,
+    fills: list[Fill | None],
+) -> list[int]:
+    """Fill the chunk's openings from their reserved candidates (into `fills`), then free
+    every reserved row no fill took. The openings (indices) whose candidates held no fill,
+    left to the search of one backfill at a time."""
+    if not chunk:
+        return []
+    by_pattern: dict[tuple[int, ...], list[tuple[int, list[IntArray]]]] = {}
+    for index, reserved in chunk:
+        by_pattern.setdefault(tuple(openings[index].open.tolist()), []).append((index, reserved))
+    found: dict[int, tuple[tuple[tuple[int, ...], ...] | None, float]] = {}
+    for pattern, members in by_pattern.items():
+        alike = [openings[index] for index, _ in members]
+        chosen, scores = best_fills(
+            np.array([o.mu for o in alike]),
+            np.array([o.var for o in alike]),
+            np.array([o.players for o in alike]),
+            np.array(pattern, dtype=np.int64),
+            [np.array([reserved[team] for _, reserved in members]) for team in range(len(members[0][1]))],
+            pool.size,
+            pool.mu,
+            pool.var,
+            beta2,
+        )
+        for (index, _), teams, score in zip(members, chosen, scores.tolist(), strict=True):
+            found[index] = teams, score
+    late: list[int] = []
+    taken: list[int] = []
+    for index, _ in chunk:
+        teams, score = found[index]
+        if teams is None:
+            late.append(index)
+            continue
+        quality = math.exp(score)
+        if quality >= relax.threshold(openings[index].age):
+            fill = fills[index] = Fill(teams, quality)
+            taken.extend(fill.rows)
+    # The reservations return: the group's free rows are rebuilt from every row not taken.
+    free.taken[taken] = True
+    free.groups.clear()
+    return late
+
+
+def _fill_one(
+    pool: Pool,
+    free: _FreeRows,
+    opening: Opening,
+    beta2: float,
+    relax: Relaxation,
+    latency: LatencyRule | None,
+) -> Fill | None:
+    """The opening's fill by best_fill from its teams' free neighbours (taken out of `free`)."""
+    skill = free.skill
+    rows, sorted_skill = free.of(opening.group)
+    allowed = _within_latency(pool, rows, opening, latency)
+    targets = slot_targets(opening, sorted_skill)
+    picked: list[IntArray] = []
+    reach = NEIGHBOURS * int(opening.open.max())
+    for team in np.flatnonzero(opening.open > 0).tolist():
+        at = int(np.searchsorted(sorted_skill, targets[team]))
+        span = rows[max(0, at - 4 * reach) : at + 4 * reach]
+        ok = allowed[max(0, at - 4 * reach) : at + 4 * reach]
+        span = span[ok & (pool.size[span] <= opening.open.max())]
+        near = np.argsort(np.abs(skill[span] - targets[team]), kind="stable")[: 2 * reach]
+        picked.append(span[near])
+    candidates = np.unique(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
+    candidates = _without_clashes(pool, candidates)
+    chosen = best_fill(opening, pool.size[candidates], pool.mu[candidates], pool.var[candidates], beta2)
+    if chosen is None:
+        return None
+    teams = tuple(tuple(int(candidates[c]) for c in team) for team in chosen)
+    added_mu = np.array([[pool.mu[list(team)].sum() for team in teams]])
+    added_var = np.array([[pool.var[list(team)].sum() for team in teams]])
+    added_size = np.array([[pool.size[list(team)].sum() for team in teams]], dtype=np.float64)
+    log_quality = float(completed_log_quality(opening, added_mu, added_var, added_size, beta2)[0])
+    quality = float(np.exp(log_quality))
+    if quality < relax.threshold(opening.age):
+        return None
+    fill = Fill(teams, quality)
+    free.take(opening.group, list(fill.rows))
+    return fill
 
 
 def _within_latency(pool: Pool, rows: IntArray, opening: Opening, rule: LatencyRule | None) -> BoolArray:
