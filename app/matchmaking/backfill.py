@@ -170,22 +170,35 @@ def _joint(
 def _promise(
     opening: Opening, size: IntArray, mu: FloatArray, var: FloatArray, skill: FloatArray, beta2: float
 ) -> FloatArray:
-    """Per candidate, how good a fill it can be part of: the best over the teams it fits of the
-    completed match's log quality with it on that team and every other open slot taken by a
-    player of exactly the target skill (no uncertainty)."""
+    """Per candidate, how good a fill it can be part of: the best of its team_promise over the
+    teams it fits."""
     targets = slot_targets(opening, skill)
-    slots = opening.open.astype(np.float64)
-    base_mu = opening.mu + targets * slots  # (teams,): every open slot at its target
     best = np.full(len(size), -np.inf)
     for team in np.flatnonzero(opening.open > 0).tolist():
-        add_mu = np.broadcast_to(targets * slots, (len(size), len(slots))).copy()
-        add_mu[:, team] += mu - targets[team] * size
-        add_var = np.zeros((len(size), len(slots)))
-        add_var[:, team] = var
-        scores = completed_log_quality(opening, add_mu, add_var, np.broadcast_to(slots, add_mu.shape), beta2)
+        scores = team_promise(opening, team, targets, size, mu, var, beta2)
         best = np.where(size <= opening.open[team], np.maximum(best, scores), best)
-    del base_mu
     return best
+
+
+def team_promise(
+    opening: Opening,
+    team: int,
+    targets: FloatArray,
+    size: IntArray,
+    mu: FloatArray,
+    var: FloatArray,
+    beta2: float,
+) -> FloatArray:
+    """Per candidate, the completed match's log quality with it on `team` and every other open
+    slot taken by a player of exactly the target skill (no uncertainty): a near candidate of
+    large sigma can promise less than a farther one of small sigma, as eq. 7's c² grows with
+    every player's sigma²."""
+    slots = opening.open.astype(np.float64)
+    add_mu = np.broadcast_to(targets * slots, (len(size), len(slots))).copy()
+    add_mu[:, team] += mu - targets[team] * size
+    add_var = np.zeros((len(size), len(slots)))
+    add_var[:, team] = var
+    return completed_log_quality(opening, add_mu, add_var, np.broadcast_to(slots, add_mu.shape), beta2)
 
 
 def _score(
@@ -404,7 +417,7 @@ def fill_backfills(
     for index, opening in enumerate(openings):
         if int(opening.open.sum()) == 0:
             continue
-        reserved = _reserve(pool, free, opening) if _batched(pool, free, opening) else None
+        reserved = _reserve(pool, free, opening, beta * beta) if _batched(pool, free, opening) else None
         if reserved is not None:
             chunk.append((index, reserved))
             if len(chunk) < CHUNK:
@@ -424,6 +437,9 @@ def fill_backfills(
 WIDE = 40
 # Candidates per team in the batched search beyond the team's open slots.
 SPARE = 4
+# Free rows on each side of a team's target skill among which the batched search's candidates
+# are the most promising.
+WINDOW = 32
 # Backfills per chunk of the batched search: the tickets they reserve (and mostly leave)
 # keep later backfills of the chunk from the nearest ones until it ends.
 CHUNK = 32
@@ -466,10 +482,11 @@ def _batched(pool: Pool, free: _FreeRows, opening: Opening) -> bool:
     return len(free.of(opening.group)[0]) >= WIDE * int(opening.open.sum())
 
 
-def _reserve(pool: Pool, free: _FreeRows, opening: Opening) -> list[IntArray] | None:
-    """Per team with open slots, its open slots plus SPARE free rows nearest its target skill
-    that fit its slots, taken out of the group's free rows (None, nothing taken, when a
-    team's neighbourhood holds too few that fit)."""
+def _reserve(pool: Pool, free: _FreeRows, opening: Opening, beta2: float) -> list[IntArray] | None:
+    """Per team with open slots, its open slots plus SPARE free rows that fit its slots (the
+    nearest its target skill and the most promising, team_promise, of the WINDOW each side of
+    it), taken out of the group's free rows (None, nothing taken, when a team's neighbourhood
+    holds too few that fit)."""
     rows, skill = free.of(opening.group)
     targets = slot_targets(opening, skill)
     kept = np.ones(len(rows), dtype=np.bool_)
@@ -478,11 +495,19 @@ def _reserve(pool: Pool, free: _FreeRows, opening: Opening) -> list[IntArray] | 
         slots = int(opening.open[team])
         k = slots + SPARE
         at = int(np.searchsorted(skill, targets[team]))
-        window = np.arange(max(0, at - 3 * k), min(len(rows), at + 3 * k))
+        window = np.arange(max(0, at - WINDOW), min(len(rows), at + WINDOW))
         window = window[kept[window] & (pool.size[rows[window]] <= slots)]
         if len(window) < k:
             return None
-        near = window[np.argsort(np.abs(skill[window] - targets[team]), kind="stable")[:k]]
+        near_rows = rows[window]
+        promise = team_promise(
+            opening, team, targets, pool.size[near_rows], pool.mu[near_rows], pool.var[near_rows], beta2
+        )
+        # The nearest by skill, then the most promising: where the pool is sparse (a target
+        # at its edge) the best fill can pair a near ticket of large sigma with another.
+        nearest = np.argsort(np.abs(skill[window] - targets[team]), kind="stable")[:slots]
+        promise[nearest] = np.inf
+        near = window[np.argsort(-promise, kind="stable")[:k]]
         kept[near] = False
         reserved.append(rows[near])
     free.groups[opening.group] = rows[kept], skill[kept]
