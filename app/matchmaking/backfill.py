@@ -71,7 +71,8 @@ def completed_log_quality(
     opening: Opening, mu: FloatArray, var: FloatArray, size: FloatArray, beta2: float
 ) -> FloatArray:
     """log quality of completed matches: per row of `mu`, `var` and `size` (each (k, teams):
-    what the fill adds to every team), the roster's sums plus those."""
+    what the fill adds to every team; `size` may be one (teams,) row for all), the roster's
+    sums plus those."""
     players = opening.players + size
     spread = opening.var + var + beta2 * players
     return team_log_quality(opening.mu + mu, spread, players.astype(np.float64), beta2)
@@ -194,11 +195,12 @@ def team_promise(
     large sigma can promise less than a farther one of small sigma, as eq. 7's c² grows with
     every player's sigma²."""
     slots = opening.open.astype(np.float64)
-    add_mu = np.broadcast_to(targets * slots, (len(size), len(slots))).copy()
+    add_mu = np.empty((len(size), len(slots)))
+    add_mu[:] = targets * slots
     add_mu[:, team] += mu - targets[team] * size
     add_var = np.zeros((len(size), len(slots)))
     add_var[:, team] = var
-    return completed_log_quality(opening, add_mu, add_var, np.broadcast_to(slots, add_mu.shape), beta2)
+    return completed_log_quality(opening, add_mu, add_var, slots, beta2)
 
 
 def _score(
@@ -495,8 +497,8 @@ def _reserve(pool: Pool, free: _FreeRows, opening: Opening, beta2: float) -> lis
         slots = int(opening.open[team])
         k = slots + SPARE
         at = int(np.searchsorted(skill, targets[team]))
-        window = np.arange(max(0, at - WINDOW), min(len(rows), at + WINDOW))
-        window = window[kept[window] & (pool.size[rows[window]] <= slots)]
+        low, high = max(0, at - WINDOW), at + WINDOW
+        window = low + np.flatnonzero(kept[low:high] & (pool.size[rows[low:high]] <= slots))
         if len(window) < k:
             return None
         near_rows = rows[window]
