@@ -383,16 +383,19 @@ def slot_targets(opening: Opening, skills: FloatArray) -> FloatArray:
     """Per team, the mean skill its open slots would need for every team's Σ mu to be level:
     the full teams' mean sum when any team is full, else the sum every team reaches with the
     roster's (or else the candidates') mean skill in each open slot."""
-    full = opening.open == 0
-    seated = int(opening.players.sum())
-    mean = float(opening.mu.sum()) / seated if seated else float(skills.mean()) if len(skills) else 0.0
-    if full.any():
-        level = float(opening.mu[full].mean())
-    else:
-        level = float(opening.mu.sum() + mean * opening.open.sum()) / len(opening.open)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        targets: FloatArray = np.where(opening.open > 0, (level - opening.mu) / opening.open, mean)
-    return targets
+    # Plain floats: a roster has a few teams, and NumPy's per-call cost on arrays this small,
+    # paid once per backfill, is most of a large pool's fill search.
+    sums, slots = opening.mu.tolist(), opening.open.tolist()
+    seated = sum(opening.players.tolist())
+    mean = sum(sums) / seated if seated else float(skills.mean()) if len(skills) else 0.0
+    full = [total for total, open_slots in zip(sums, slots, strict=True) if open_slots == 0]
+    level = sum(full) / len(full) if full else (sum(sums) + mean * sum(slots)) / len(sums)
+    return np.array(
+        [
+            (level - total) / open_slots if open_slots else mean
+            for total, open_slots in zip(sums, slots, strict=True)
+        ]
+    )
 
 
 def fill_backfills(
