@@ -12,6 +12,10 @@ mean each team's open slots would need for level team sums; a first fill takes t
 solos (or, short of them, parties that fit), then moves that raise the quality are made while
 there are any: a chosen ticket swapped for a candidate of the same size, a set of a team's
 chosen tickets for one party of their size, or two chosen tickets of one size between teams.
+
+On large pools (WIDE free tickets per open slot) backfills are searched in chunks instead
+(fill_backfills, backfill_batch): each reserves a few promising candidates per team, and the
+chunk's backfills of one open pattern share one exhaustive search of their own candidates.
 """
 
 from __future__ import annotations
