@@ -23,14 +23,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from app.matchmaking.backfill_batch import COMBINATIONS, best_fills, combinations
+from app.matchmaking.backfill_batch import CHUNK, batched, fill_chunk, reserve
 from app.matchmaking.latency import LatencyRule
+from app.matchmaking.opening import Fill, FreeRows, Opening, completed_log_quality, slot_targets, team_promise
 from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Pool
-from app.matchmaking.quality import Relaxation, team_log_quality
+from app.matchmaking.quality import Relaxation
+
+__all__ = ["Fill", "Opening", "best_fill", "completed_log_quality", "fill_backfills", "slot_targets"]
 
 # Free tickets considered per team of a backfill, from each side of its target skill.
 NEIGHBOURS = 6
@@ -42,44 +44,6 @@ EXACT = 12_000
 JOINT = 600
 # Candidates a team's refill chooses among (its own and free ones nearest its target skill).
 REFILL = 14
-
-
-@dataclass(frozen=True, slots=True)
-class Opening:
-    """A backfill's state as the fill sees it: per team of its roster, Σ mu, Σ sigma², the
-    players and the open slots; the pool group its tickets must be in; its region (under
-    latencies: where the game runs) and its age in seconds."""
-
-    mu: FloatArray
-    var: FloatArray
-    players: IntArray
-    open: IntArray
-    group: int
-    region: str | None
-    age: float
-
-
-@dataclass(frozen=True, slots=True)
-class Fill:
-    """The tickets (pool rows) joining each team of the roster, and the completed match's quality."""
-
-    teams: tuple[tuple[int, ...], ...]
-    quality: float
-
-    @property
-    def rows(self) -> tuple[int, ...]:
-        return tuple(row for team in self.teams for row in team)
-
-
-def completed_log_quality(
-    opening: Opening, mu: FloatArray, var: FloatArray, size: FloatArray, beta2: float
-) -> FloatArray:
-    """log quality of completed matches: per row of `mu`, `var` and `size` (each (k, teams):
-    what the fill adds to every team; `size` may be one (teams,) row for all), the roster's
-    sums plus those."""
-    players = opening.players + size
-    spread = opening.var + var + beta2 * players
-    return team_log_quality(opening.mu + mu, spread, players.astype(np.float64), beta2)
 
 
 def best_fill(
@@ -183,28 +147,6 @@ def _promise(
         scores = team_promise(opening, team, targets, size, mu, var, beta2)
         best = np.where(size <= opening.open[team], np.maximum(best, scores), best)
     return best
-
-
-def team_promise(
-    opening: Opening,
-    team: int,
-    targets: FloatArray,
-    size: IntArray,
-    mu: FloatArray,
-    var: FloatArray,
-    beta2: float,
-) -> FloatArray:
-    """Per candidate, the completed match's log quality with it on `team` and every other open
-    slot taken by a player of exactly the target skill (no uncertainty): a near candidate of
-    large sigma can promise less than a farther one of small sigma, as eq. 7's c² grows with
-    every player's sigma²."""
-    slots = opening.open.astype(np.float64)
-    add_mu = np.empty((len(size), len(slots)))
-    add_mu[:] = targets * slots
-    add_mu[:, team] += mu - targets[team] * size
-    add_var = np.zeros((len(size), len(slots)))
-    add_var[:, team] = var
-    return completed_log_quality(opening, add_mu, add_var, slots, beta2)
 
 
 def _score(
@@ -383,25 +325,6 @@ def _first_fill(opening: Opening, size: IntArray, mu: FloatArray, beta2: float) 
     return chosen
 
 
-def slot_targets(opening: Opening, skills: FloatArray) -> FloatArray:
-    """Per team, the mean skill its open slots would need for every team's Σ mu to be level:
-    the full teams' mean sum when any team is full, else the sum every team reaches with the
-    roster's (or else the candidates') mean skill in each open slot."""
-    # Plain floats: a roster has a few teams, and NumPy's per-call cost on arrays this small,
-    # paid once per backfill, is most of a large pool's fill search.
-    sums, slots = opening.mu.tolist(), opening.open.tolist()
-    seated = sum(opening.players.tolist())
-    mean = sum(sums) / seated if seated else float(skills.mean()) if len(skills) else 0.0
-    full = [total for total, open_slots in zip(sums, slots, strict=True) if open_slots == 0]
-    level = sum(full) / len(full) if full else (sum(sums) + mean * sum(slots)) / len(sums)
-    return np.array(
-        [
-            (level - total) / open_slots if open_slots else mean
-            for total, open_slots in zip(sums, slots, strict=True)
-        ]
-    )
-
-
 def fill_backfills(
     pool: Pool,
     openings: Sequence[Opening],
@@ -420,162 +343,31 @@ def fill_backfills(
     share one array search; the reserved tickets no fill took are free again after the chunk.
     Elsewhere (small pools, latencies, avoid lists) each backfill is searched alone
     (best_fill), exhaustively on small pools."""
-    free = _FreeRows(pool, np.zeros(len(pool), dtype=np.bool_) if usable is None else ~usable)
+    free = FreeRows(pool, np.zeros(len(pool), dtype=np.bool_) if usable is None else ~usable)
     fills: list[Fill | None] = [None] * len(openings)
     chunk: list[tuple[int, list[IntArray]]] = []
     for index, opening in enumerate(openings):
         if int(opening.open.sum()) == 0:
             continue
-        reserved = _reserve(pool, free, opening, beta * beta) if _batched(pool, free, opening) else None
+        reserved = reserve(pool, free, opening, beta * beta) if batched(pool, free, opening) else None
         if reserved is not None:
             chunk.append((index, reserved))
             if len(chunk) < CHUNK:
                 continue
-            late = _fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills)
+            late = fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills)
         else:
-            late = [*_fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills), index]
+            late = [*fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills), index]
         chunk = []
         for number in late:
             fills[number] = _fill_one(pool, free, openings[number], beta * beta, relax, latency)
-    for number in _fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills):
+    for number in fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills):
         fills[number] = _fill_one(pool, free, openings[number], beta * beta, relax, latency)
     return fills
 
 
-# A group's free tickets per open slot of a backfill from which it takes the batched search.
-WIDE = 40
-# Candidates per team in the batched search beyond the team's open slots.
-SPARE = 4
-# Free rows on each side of a team's target skill among which the batched search's candidates
-# are the most promising.
-WINDOW = 32
-# Backfills per chunk of the batched search: the tickets they reserve (and mostly leave)
-# keep later backfills of the chunk from the nearest ones until it ends.
-CHUNK = 32
-
-
-class _FreeRows:
-    """Per group, its free rows sorted by mean skill (and those skills); rows leave as fills
-    (or a chunk's reservations) take them, so a window of neighbours never runs dry where
-    earlier backfills took the tickets."""
-
-    def __init__(self, pool: Pool, taken: BoolArray) -> None:
-        self.pool = pool
-        self.taken = taken
-        self.skill = pool.mu / np.maximum(pool.size, 1)
-        self.groups: dict[int, tuple[IntArray, FloatArray]] = {}
-
-    def of(self, group: int) -> tuple[IntArray, FloatArray]:
-        if group not in self.groups:
-            rows = np.flatnonzero((self.pool.group == group) & ~self.taken)
-            rows = rows[np.argsort(self.skill[rows], kind="stable")]
-            self.groups[group] = rows, self.skill[rows]
-        return self.groups[group]
-
-    def take(self, group: int, rows: list[int]) -> None:
-        self.taken[rows] = True
-        free, skill = self.of(group)
-        kept = ~self.taken[free]
-        self.groups[group] = free[kept], skill[kept]
-
-
-def _batched(pool: Pool, free: _FreeRows, opening: Opening) -> bool:
-    """Whether the opening takes the batched search: many free tickets in its group, no
-    latencies to check for it, no avoid lists among the pool's tickets and few combinations."""
-    if pool.clashes is not None and len(pool.clashes):
-        return False
-    if pool.latencies is not None and opening.region is not None:
-        return False
-    if combinations(opening.open, SPARE) > COMBINATIONS:
-        return False
-    return len(free.of(opening.group)[0]) >= WIDE * int(opening.open.sum())
-
-
-def _reserve(pool: Pool, free: _FreeRows, opening: Opening, beta2: float) -> list[IntArray] | None:
-    """Per team with open slots, its open slots plus SPARE free rows that fit its slots (the
-    nearest its target skill and the most promising, team_promise, of the WINDOW each side of
-    it), taken out of the group's free rows (None, nothing taken, when a team's neighbourhood
-    holds too few that fit)."""
-    rows, skill = free.of(opening.group)
-    targets = slot_targets(opening, skill)
-    kept = np.ones(len(rows), dtype=np.bool_)
-    reserved: list[IntArray] = []
-    for team in np.flatnonzero(opening.open > 0).tolist():
-        slots = int(opening.open[team])
-        k = slots + SPARE
-        at = int(np.searchsorted(skill, targets[team]))
-        low, high = max(0, at - WINDOW), at + WINDOW
-        window = low + np.flatnonzero(kept[low:high] & (pool.size[rows[low:high]] <= slots))
-        if len(window) < k:
-            return None
-        near_rows = rows[window]
-        promise = team_promise(
-            opening, team, targets, pool.size[near_rows], pool.mu[near_rows], pool.var[near_rows], beta2
-        )
-        # The nearest by skill, then the most promising: where the pool is sparse (a target
-        # at its edge) the best fill can pair a near ticket of large sigma with another.
-        nearest = np.argsort(np.abs(skill[window] - targets[team]), kind="stable")[:slots]
-        promise[nearest] = np.inf
-        near = window[np.argsort(-promise, kind="stable")[:k]]
-        kept[near] = False
-        reserved.append(rows[near])
-    free.groups[opening.group] = rows[kept], skill[kept]
-    return reserved
-
-
-def _fill_chunk(
-    pool: Pool,
-    free: _FreeRows,
-    openings: Sequence[Opening],
-    chunk: list[tuple[int, list[IntArray]]],
-    beta2: float,
-    relax: Relaxation,
-    fills: list[Fill | None],
-) -> list[int]:
-    """Fill the chunk's openings from their reserved candidates (into `fills`), then free
-    every reserved row no fill took. The openings (indices) whose candidates held no fill,
-    left to the search of one backfill at a time."""
-    if not chunk:
-        return []
-    by_pattern: dict[tuple[int, ...], list[tuple[int, list[IntArray]]]] = {}
-    for index, reserved in chunk:
-        by_pattern.setdefault(tuple(openings[index].open.tolist()), []).append((index, reserved))
-    found: dict[int, tuple[tuple[tuple[int, ...], ...] | None, float]] = {}
-    for pattern, members in by_pattern.items():
-        alike = [openings[index] for index, _ in members]
-        chosen, scores = best_fills(
-            np.array([o.mu for o in alike]),
-            np.array([o.var for o in alike]),
-            np.array([o.players for o in alike]),
-            np.array(pattern, dtype=np.int64),
-            [np.array([reserved[team] for _, reserved in members]) for team in range(len(members[0][1]))],
-            pool.size,
-            pool.mu,
-            pool.var,
-            beta2,
-        )
-        for (index, _), teams, score in zip(members, chosen, scores.tolist(), strict=True):
-            found[index] = teams, score
-    late: list[int] = []
-    taken: list[int] = []
-    for index, _ in chunk:
-        teams, score = found[index]
-        if teams is None:
-            late.append(index)
-            continue
-        quality = math.exp(score)
-        if quality >= relax.threshold(openings[index].age):
-            fill = fills[index] = Fill(teams, quality)
-            taken.extend(fill.rows)
-    # The reservations return: the group's free rows are rebuilt from every row not taken.
-    free.taken[taken] = True
-    free.groups.clear()
-    return late
-
-
 def _fill_one(
     pool: Pool,
-    free: _FreeRows,
+    free: FreeRows,
     opening: Opening,
     beta2: float,
     relax: Relaxation,

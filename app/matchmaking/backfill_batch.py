@@ -8,17 +8,35 @@ want one ticket), every set of a team's candidates that fits its open slots exac
 enumerated (parties whole), every combination of one set per team is scored at once by the
 completed match's draw quality (seed 000 eq. 7, quality.team_log_quality), and each backfill
 takes its best combination: on its candidates the search is exhaustive.
+
+Backfills join a chunk in age order (reserve: each takes its candidates out of the free rows,
+so an earlier backfill has the first pick); fill_chunk searches the chunk, keeps the fills that
+clear their thresholds and frees the reserved rows no fill took. backfill.fill_backfills
+decides which backfills take this search (batched) and searches the others one at a time.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-from app.matchmaking.pool import FloatArray, IntArray
-from app.matchmaking.quality import team_log_quality
+from app.matchmaking.opening import Fill, FreeRows, Opening, slot_targets, team_promise
+from app.matchmaking.pool import FloatArray, IntArray, Pool
+from app.matchmaking.quality import Relaxation, team_log_quality
+
+# A group's free tickets per open slot of a backfill from which it takes the batched search.
+WIDE = 40
+# Candidates per team in the batched search beyond the team's open slots.
+SPARE = 4
+# Free rows on each side of a team's target skill among which the batched search's candidates
+# are the most promising.
+WINDOW = 32
+# Backfills per chunk of the batched search: the tickets they reserve (and mostly leave)
+# keep later backfills of the chunk from the nearest ones until it ends.
+CHUNK = 32
 
 # The most combinations of one set per team a backfill's batched search scores; a pattern
 # with more (many teams with open slots) is searched one backfill at a time.
@@ -107,3 +125,97 @@ def best_fills(
             chosen[team] = tuple(int(row) for row in rows[backfill, members[members >= 0]])
         fills.append(tuple(chosen))
     return fills, best_scores
+
+
+def batched(pool: Pool, free: FreeRows, opening: Opening) -> bool:
+    """Whether the opening takes the batched search: many free tickets in its group, no
+    latencies to check for it, no avoid lists among the pool's tickets and few combinations."""
+    if pool.clashes is not None and len(pool.clashes):
+        return False
+    if pool.latencies is not None and opening.region is not None:
+        return False
+    if combinations(opening.open, SPARE) > COMBINATIONS:
+        return False
+    return len(free.of(opening.group)[0]) >= WIDE * int(opening.open.sum())
+
+
+def reserve(pool: Pool, free: FreeRows, opening: Opening, beta2: float) -> list[IntArray] | None:
+    """Per team with open slots, its open slots plus SPARE free rows that fit its slots (the
+    nearest its target skill and the most promising, team_promise, of the WINDOW each side of
+    it), taken out of the group's free rows (None, nothing taken, when a team's neighbourhood
+    holds too few that fit)."""
+    rows, skill = free.of(opening.group)
+    targets = slot_targets(opening, skill)
+    kept = np.ones(len(rows), dtype=np.bool_)
+    reserved: list[IntArray] = []
+    for team in np.flatnonzero(opening.open > 0).tolist():
+        slots = int(opening.open[team])
+        k = slots + SPARE
+        at = int(np.searchsorted(skill, targets[team]))
+        low, high = max(0, at - WINDOW), at + WINDOW
+        window = low + np.flatnonzero(kept[low:high] & (pool.size[rows[low:high]] <= slots))
+        if len(window) < k:
+            return None
+        near_rows = rows[window]
+        promise = team_promise(
+            opening, team, targets, pool.size[near_rows], pool.mu[near_rows], pool.var[near_rows], beta2
+        )
+        # The nearest by skill, then the most promising: where the pool is sparse (a target
+        # at its edge) the best fill can pair a near ticket of large sigma with another.
+        nearest = np.argsort(np.abs(skill[window] - targets[team]), kind="stable")[:slots]
+        promise[nearest] = np.inf
+        near = window[np.argsort(-promise, kind="stable")[:k]]
+        kept[near] = False
+        reserved.append(rows[near])
+    free.groups[opening.group] = rows[kept], skill[kept]
+    return reserved
+
+
+def fill_chunk(
+    pool: Pool,
+    free: FreeRows,
+    openings: Sequence[Opening],
+    chunk: list[tuple[int, list[IntArray]]],
+    beta2: float,
+    relax: Relaxation,
+    fills: list[Fill | None],
+) -> list[int]:
+    """Fill the chunk's openings from their reserved candidates (into `fills`), then free
+    every reserved row no fill took. The openings (indices) whose candidates held no fill,
+    left to the search of one backfill at a time."""
+    if not chunk:
+        return []
+    by_pattern: dict[tuple[int, ...], list[tuple[int, list[IntArray]]]] = {}
+    for index, reserved in chunk:
+        by_pattern.setdefault(tuple(openings[index].open.tolist()), []).append((index, reserved))
+    found: dict[int, tuple[tuple[tuple[int, ...], ...] | None, float]] = {}
+    for pattern, members in by_pattern.items():
+        alike = [openings[index] for index, _ in members]
+        chosen, scores = best_fills(
+            np.array([o.mu for o in alike]),
+            np.array([o.var for o in alike]),
+            np.array([o.players for o in alike]),
+            np.array(pattern, dtype=np.int64),
+            [np.array([reserved[team] for _, reserved in members]) for team in range(len(members[0][1]))],
+            pool.size,
+            pool.mu,
+            pool.var,
+            beta2,
+        )
+        for (index, _), teams, score in zip(members, chosen, scores.tolist(), strict=True):
+            found[index] = teams, score
+    late: list[int] = []
+    taken: list[int] = []
+    for index, _ in chunk:
+        teams, score = found[index]
+        if teams is None:
+            late.append(index)
+            continue
+        quality = math.exp(score)
+        if quality >= relax.threshold(openings[index].age):
+            fill = fills[index] = Fill(teams, quality)
+            taken.extend(fill.rows)
+    # The reservations return: the group's free rows are rebuilt from every row not taken.
+    free.taken[taken] = True
+    free.groups.clear()
+    return late
