@@ -338,9 +338,10 @@ def fill_backfills(
     `usable` leaves rows out of every fill (e.g. tickets with avoid lists).
 
     Where the group's free tickets are many (WIDE per open slot), backfills are searched in
-    chunks (backfill_batch): each in turn reserves its teams' nearest free candidates, so an
-    earlier backfill still has the first pick, and the chunk's backfills of one open pattern
-    share one array search; the reserved tickets no fill took are free again after the chunk.
+    chunks (backfill_batch): each in turn reserves its teams' most promising free candidates,
+    so an earlier backfill still has the first pick, and the chunk's backfills of one open
+    pattern share one array search; the reserved tickets no fill took are free again after
+    the chunk.
     Elsewhere (small pools, latencies, avoid lists) each backfill is searched alone
     (best_fill), exhaustively on small pools."""
     free = FreeRows(pool, np.zeros(len(pool), dtype=np.bool_) if usable is None else ~usable)
