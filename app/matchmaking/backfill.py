@@ -12,6 +12,10 @@ mean each team's open slots would need for level team sums; a first fill takes t
 solos (or, short of them, parties that fit), then moves that raise the quality are made while
 there are any: a chosen ticket swapped for a candidate of the same size, a set of a team's
 chosen tickets for one party of their size, or two chosen tickets of one size between teams.
+
+On large pools (WIDE free tickets per open slot) backfills are searched in chunks instead
+(fill_backfills, backfill_batch): each reserves a few promising candidates per team, and the
+chunk's backfills of one open pattern share one exhaustive search of their own candidates.
 """
 
 from __future__ import annotations
@@ -19,13 +23,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from app.matchmaking.backfill_batch import CHUNK, batched, fill_chunk, reserve
 from app.matchmaking.latency import LatencyRule
+from app.matchmaking.opening import Fill, FreeRows, Opening, completed_log_quality, slot_targets, team_promise
 from app.matchmaking.pool import BoolArray, FloatArray, IntArray, Pool
-from app.matchmaking.quality import Relaxation, team_log_quality
+from app.matchmaking.quality import Relaxation
+
+__all__ = ["Fill", "Opening", "best_fill", "completed_log_quality", "fill_backfills", "slot_targets"]
 
 # Free tickets considered per team of a backfill, from each side of its target skill.
 NEIGHBOURS = 6
@@ -37,43 +44,6 @@ EXACT = 12_000
 JOINT = 600
 # Candidates a team's refill chooses among (its own and free ones nearest its target skill).
 REFILL = 14
-
-
-@dataclass(frozen=True, slots=True)
-class Opening:
-    """A backfill's state as the fill sees it: per team of its roster, Σ mu, Σ sigma², the
-    players and the open slots; the pool group its tickets must be in; its region (under
-    latencies: where the game runs) and its age in seconds."""
-
-    mu: FloatArray
-    var: FloatArray
-    players: IntArray
-    open: IntArray
-    group: int
-    region: str | None
-    age: float
-
-
-@dataclass(frozen=True, slots=True)
-class Fill:
-    """The tickets (pool rows) joining each team of the roster, and the completed match's quality."""
-
-    teams: tuple[tuple[int, ...], ...]
-    quality: float
-
-    @property
-    def rows(self) -> tuple[int, ...]:
-        return tuple(row for team in self.teams for row in team)
-
-
-def completed_log_quality(
-    opening: Opening, mu: FloatArray, var: FloatArray, size: FloatArray, beta2: float
-) -> FloatArray:
-    """log quality of completed matches: per row of `mu`, `var` and `size` (each (k, teams):
-    what the fill adds to every team), the roster's sums plus those."""
-    players = opening.players + size
-    spread = opening.var + var + beta2 * players
-    return team_log_quality(opening.mu + mu, spread, players.astype(np.float64), beta2)
 
 
 def best_fill(
@@ -169,21 +139,13 @@ def _joint(
 def _promise(
     opening: Opening, size: IntArray, mu: FloatArray, var: FloatArray, skill: FloatArray, beta2: float
 ) -> FloatArray:
-    """Per candidate, how good a fill it can be part of: the best over the teams it fits of the
-    completed match's log quality with it on that team and every other open slot taken by a
-    player of exactly the target skill (no uncertainty)."""
+    """Per candidate, how good a fill it can be part of: the best of its team_promise over the
+    teams it fits."""
     targets = slot_targets(opening, skill)
-    slots = opening.open.astype(np.float64)
-    base_mu = opening.mu + targets * slots  # (teams,): every open slot at its target
     best = np.full(len(size), -np.inf)
     for team in np.flatnonzero(opening.open > 0).tolist():
-        add_mu = np.broadcast_to(targets * slots, (len(size), len(slots))).copy()
-        add_mu[:, team] += mu - targets[team] * size
-        add_var = np.zeros((len(size), len(slots)))
-        add_var[:, team] = var
-        scores = completed_log_quality(opening, add_mu, add_var, np.broadcast_to(slots, add_mu.shape), beta2)
+        scores = team_promise(opening, team, targets, size, mu, var, beta2)
         best = np.where(size <= opening.open[team], np.maximum(best, scores), best)
-    del base_mu
     return best
 
 
@@ -363,22 +325,6 @@ def _first_fill(opening: Opening, size: IntArray, mu: FloatArray, beta2: float) 
     return chosen
 
 
-def slot_targets(opening: Opening, skills: FloatArray) -> FloatArray:
-    """Per team, the mean skill its open slots would need for every team's Σ mu to be level:
-    the full teams' mean sum when any team is full, else the sum every team reaches with the
-    roster's (or else the candidates') mean skill in each open slot."""
-    full = opening.open == 0
-    seated = int(opening.players.sum())
-    mean = float(opening.mu.sum()) / seated if seated else float(skills.mean()) if len(skills) else 0.0
-    if full.any():
-        level = float(opening.mu[full].mean())
-    else:
-        level = float(opening.mu.sum() + mean * opening.open.sum()) / len(opening.open)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        targets: FloatArray = np.where(opening.open > 0, (level - opening.mu) / opening.open, mean)
-    return targets
-
-
 def fill_backfills(
     pool: Pool,
     openings: Sequence[Opening],
@@ -389,55 +335,75 @@ def fill_backfills(
 ) -> list[Fill | None]:
     """Per opening, in order, the fill chosen for it (None: none clears its threshold, or its
     slots cannot all be filled); an earlier opening's tickets are out of reach of later ones.
-    `usable` leaves rows out of every fill (e.g. tickets with avoid lists)."""
-    beta2 = beta * beta
-    taken = np.zeros(len(pool), dtype=np.bool_) if usable is None else ~usable
-    skill = pool.mu / np.maximum(pool.size, 1)
-    fills: list[Fill | None] = []
-    by_group: dict[int, tuple[IntArray, FloatArray]] = {}
-    for opening in openings:
+    `usable` leaves rows out of every fill (e.g. tickets with avoid lists).
+
+    Where the group's free tickets are many (WIDE per open slot), backfills are searched in
+    chunks (backfill_batch): each in turn reserves its teams' most promising free candidates,
+    so an earlier backfill still has the first pick, and the chunk's backfills of one open
+    pattern share one array search; the reserved tickets no fill took are free again after
+    the chunk.
+    Elsewhere (small pools, latencies, avoid lists) each backfill is searched alone
+    (best_fill), exhaustively on small pools."""
+    free = FreeRows(pool, np.zeros(len(pool), dtype=np.bool_) if usable is None else ~usable)
+    fills: list[Fill | None] = [None] * len(openings)
+    chunk: list[tuple[int, list[IntArray]]] = []
+    for index, opening in enumerate(openings):
         if int(opening.open.sum()) == 0:
-            fills.append(None)
             continue
-        if opening.group not in by_group:
-            rows = np.flatnonzero((pool.group == opening.group) & ~taken)
-            rows = rows[np.argsort(skill[rows], kind="stable")]
-            by_group[opening.group] = rows, skill[rows]
-        # The group's free rows by skill: each fill's rows leave it (below), so a window of
-        # neighbours never runs dry where earlier backfills took the tickets.
-        rows, sorted_skill = by_group[opening.group]
-        allowed = _within_latency(pool, rows, opening, latency)
-        targets = slot_targets(opening, sorted_skill)
-        picked: list[IntArray] = []
-        reach = NEIGHBOURS * int(opening.open.max())
-        for team in np.flatnonzero(opening.open > 0).tolist():
-            at = int(np.searchsorted(sorted_skill, targets[team]))
-            span = rows[max(0, at - 4 * reach) : at + 4 * reach]
-            ok = allowed[max(0, at - 4 * reach) : at + 4 * reach]
-            span = span[ok & (pool.size[span] <= opening.open.max())]
-            near = np.argsort(np.abs(skill[span] - targets[team]), kind="stable")[: 2 * reach]
-            picked.append(span[near])
-        candidates = np.unique(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
-        candidates = _without_clashes(pool, candidates)
-        chosen = best_fill(opening, pool.size[candidates], pool.mu[candidates], pool.var[candidates], beta2)
-        if chosen is None:
-            fills.append(None)
-            continue
-        teams = tuple(tuple(int(candidates[c]) for c in team) for team in chosen)
-        added_mu = np.array([[pool.mu[list(team)].sum() for team in teams]])
-        added_var = np.array([[pool.var[list(team)].sum() for team in teams]])
-        added_size = np.array([[pool.size[list(team)].sum() for team in teams]], dtype=np.float64)
-        log_quality = float(completed_log_quality(opening, added_mu, added_var, added_size, beta2)[0])
-        quality = float(np.exp(log_quality))
-        if quality < relax.threshold(opening.age):
-            fills.append(None)
-            continue
-        fill = Fill(teams, quality)
-        taken[list(fill.rows)] = True
-        free = ~taken[rows]
-        by_group[opening.group] = rows[free], sorted_skill[free]
-        fills.append(fill)
+        reserved = reserve(pool, free, opening, beta * beta) if batched(pool, free, opening) else None
+        if reserved is not None:
+            chunk.append((index, reserved))
+            if len(chunk) < CHUNK:
+                continue
+            late = fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills)
+        else:
+            late = [*fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills), index]
+        chunk = []
+        for number in late:
+            fills[number] = _fill_one(pool, free, openings[number], beta * beta, relax, latency)
+    for number in fill_chunk(pool, free, openings, chunk, beta * beta, relax, fills):
+        fills[number] = _fill_one(pool, free, openings[number], beta * beta, relax, latency)
     return fills
+
+
+def _fill_one(
+    pool: Pool,
+    free: FreeRows,
+    opening: Opening,
+    beta2: float,
+    relax: Relaxation,
+    latency: LatencyRule | None,
+) -> Fill | None:
+    """The opening's fill by best_fill from its teams' free neighbours (taken out of `free`)."""
+    skill = free.skill
+    rows, sorted_skill = free.of(opening.group)
+    allowed = _within_latency(pool, rows, opening, latency)
+    targets = slot_targets(opening, sorted_skill)
+    picked: list[IntArray] = []
+    reach = NEIGHBOURS * int(opening.open.max())
+    for team in np.flatnonzero(opening.open > 0).tolist():
+        at = int(np.searchsorted(sorted_skill, targets[team]))
+        span = rows[max(0, at - 4 * reach) : at + 4 * reach]
+        ok = allowed[max(0, at - 4 * reach) : at + 4 * reach]
+        span = span[ok & (pool.size[span] <= opening.open.max())]
+        near = np.argsort(np.abs(skill[span] - targets[team]), kind="stable")[: 2 * reach]
+        picked.append(span[near])
+    candidates = np.unique(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
+    candidates = _without_clashes(pool, candidates)
+    chosen = best_fill(opening, pool.size[candidates], pool.mu[candidates], pool.var[candidates], beta2)
+    if chosen is None:
+        return None
+    teams = tuple(tuple(int(candidates[c]) for c in team) for team in chosen)
+    added_mu = np.array([[pool.mu[list(team)].sum() for team in teams]])
+    added_var = np.array([[pool.var[list(team)].sum() for team in teams]])
+    added_size = np.array([[pool.size[list(team)].sum() for team in teams]], dtype=np.float64)
+    log_quality = float(completed_log_quality(opening, added_mu, added_var, added_size, beta2)[0])
+    quality = float(np.exp(log_quality))
+    if quality < relax.threshold(opening.age):
+        return None
+    fill = Fill(teams, quality)
+    free.take(opening.group, list(fill.rows))
+    return fill
 
 
 def _within_latency(pool: Pool, rows: IntArray, opening: Opening, rule: LatencyRule | None) -> BoolArray:

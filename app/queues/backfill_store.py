@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.infra.redis_client import RedisClient
@@ -48,7 +48,21 @@ class Record:
     fills: list[PendingFill] = field(default_factory=list)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        # Fields by hand, in field order (as asdict wrote them): asdict deep-copies every
+        # nested list first, a large part of a matchmaking call that claims hundreds of fills.
+        fills = [{"proposal_id": f.proposal_id, "teams": f.teams, "ratings": f.ratings} for f in self.fills]
+        data = {
+            "backfill_id": self.backfill_id,
+            "version": self.version,
+            "teams": self.teams,
+            "ratings": self.ratings,
+            "attributes": self.attributes,
+            "region": self.region,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "fills": fills,
+        }
+        return json.dumps(data, separators=(",", ":"))
 
     @classmethod
     def of(cls, text: Any) -> Record:
