@@ -73,7 +73,7 @@ def test_compare_writes_one_report_of_both(tmp_path: Path) -> None:
         (('duration = "10m"', 'duration = "ten"'), "duration: must be seconds or a string"),
         (
             ("[sessions]", "[sessions]\nleave_probability = 0.1"),
-            "sessions.leave_probability: leaving a match needs",
+            "sessions.leave_probability: leaving a match and its backfill",
         ),
         (
             ("team_size = 1", "team_size = 1\nroles = { duelist = 1 }"),
