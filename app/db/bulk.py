@@ -206,8 +206,8 @@ async def fresh_table(
         f"CREATE TABLE {fresh.name} (LIKE {table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS"
         " INCLUDING STORAGE INCLUDING COMPRESSION)"
     )
-    # The fill's joins hash in memory where they fit, for this statement only: with the default
-    # 4 MB, the join filling a fresh matches spilled to disk (docs/benchmarks.md, "Replay").
+    # The fill's joins hash in memory where they fit, for this statement only: with PostgreSQL's
+    # default work_mem the join filling a fresh matches spilled to disk (docs/benchmarks.md, "Replay").
     (work_mem,) = (await _rows(conn, "SELECT current_setting('work_mem')", None))[0]
     await conn.execute("SET LOCAL work_mem = '256MB'")
     await conn.execute(f"INSERT INTO {fresh.name} {select}", params)
