@@ -11,6 +11,7 @@ import pytest
 
 from app.client import ApiError, AsyncClient
 from app.rating import Rating, TrueSkill
+from tests import ddl
 from tests.conftest import ADMIN_KEY
 
 
@@ -148,18 +149,18 @@ async def test_a_failure_after_the_first_rating_row_leaves_no_trace(
     )
     before = await api.get_player(f"{mode}-x1")
     trigger = f"boom_{mode.replace('-', '_')}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        # A real fault inside the transaction: raised once the ratings statement has written its rows.
-        conn.execute(f"""
-            CREATE FUNCTION {trigger}() RETURNS trigger AS $$
-            BEGIN
-                IF NEW.player_id = '{mode}-x2' THEN RAISE EXCEPTION 'injected failure'; END IF;
-                RETURN NEW;
-            END
-            $$ LANGUAGE plpgsql""")
-        conn.execute(
-            f"CREATE TRIGGER {trigger} AFTER UPDATE ON ratings FOR EACH ROW EXECUTE FUNCTION {trigger}()"
-        )
+    # A real fault inside the transaction: raised once the ratings statement has written its rows.
+    ddl.run(
+        database_url,
+        f"""
+        CREATE FUNCTION {trigger}() RETURNS trigger AS $$
+        BEGIN
+            IF NEW.player_id = '{mode}-x2' THEN RAISE EXCEPTION 'injected failure'; END IF;
+            RETURN NEW;
+        END
+        $$ LANGUAGE plpgsql""",
+        f"CREATE TRIGGER {trigger} AFTER UPDATE ON ratings FOR EACH ROW EXECUTE FUNCTION {trigger}()",
+    )
     try:
         with pytest.raises(ApiError) as caught:
             await api.post_match(
@@ -174,9 +175,7 @@ async def test_a_failure_after_the_first_rating_row_leaves_no_trace(
             )
         assert caught.value.status == 500
     finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"DROP TRIGGER {trigger} ON ratings")
-            conn.execute(f"DROP FUNCTION {trigger}()")
+        ddl.run(database_url, f"DROP TRIGGER {trigger} ON ratings", f"DROP FUNCTION {trigger}()")
     assert await api.get_player(f"{mode}-x1") == before
     with psycopg.connect(database_url) as conn:
         assert conn.execute(
