@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import httpx
-import psycopg
+
+from tests import ddl
 
 Headers = dict[str, str]
 
@@ -22,8 +23,7 @@ CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON matches DEFERRABLE INIT
 async def test_a_commit_that_fails_is_503_and_leaves_nothing(
     client: httpx.AsyncClient, admin_headers: Headers, mode: str, database_url: str
 ) -> None:
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(_TRIGGER)
+    ddl.run(database_url, _TRIGGER)
     try:
         body = {
             "match_id": f"commit-fails-{mode}",
@@ -38,5 +38,4 @@ async def test_a_commit_that_fails_is_503_and_leaves_nothing(
         ).status_code == 404
         assert (await client.get("/v1/players/cf1", headers=admin_headers)).status_code == 404
     finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute("DROP TRIGGER IF EXISTS fail_at_commit ON matches")
+        ddl.run(database_url, "DROP TRIGGER IF EXISTS fail_at_commit ON matches")

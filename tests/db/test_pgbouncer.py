@@ -14,6 +14,7 @@ from sqlalchemy import text
 from app.config import Settings
 from app.db.engine import build_engine
 from app.db.migrate import downgrade, upgrade
+from tests import ddl
 from tests.conftest import ADMIN_KEY
 from tests.pgbouncer import PgBouncer
 
@@ -54,8 +55,7 @@ async def test_the_statement_timeout_holds_through_pgbouncer(
     bounded: httpx.AsyncClient, mode: str, database_url: str
 ) -> None:
     headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(_SLOW)
+    ddl.run(database_url, _SLOW)
     try:
         teams = [{"players": [{"id": "to1"}], "rank": 0}, {"players": [{"id": "to2"}], "rank": 1}]
         slow = await bounded.post(
@@ -70,8 +70,7 @@ async def test_the_statement_timeout_holds_through_pgbouncer(
         )
         assert fast.status_code == 201, fast.text
     finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute("DROP TRIGGER IF EXISTS slow_insert ON matches")
+        ddl.run(database_url, "DROP TRIGGER IF EXISTS slow_insert ON matches")
 
 
 async def test_nothing_is_prepared_server_side(

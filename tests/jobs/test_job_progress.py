@@ -21,6 +21,7 @@ from app.jobs import service
 from app.jobs.smooth import Way
 from app.progress import Progress
 from app.seasons import service as seasons
+from tests import ddl
 
 
 async def history(app: FastAPI, tmp_path: Path, mode: str, players: int = 12, count: int = 300) -> None:
@@ -128,10 +129,7 @@ async def test_a_job_writes_its_progress_to_its_row_from_the_start_and_as_it_mov
             written = [row[0] for row in conn.execute(f"SELECT progress FROM {log} ORDER BY n")]
             status = conn.execute("SELECT status FROM jobs WHERE id = %s", (job_id,)).fetchone()
     finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"DROP TRIGGER {log} ON jobs")
-            conn.execute(f"DROP FUNCTION {log}()")
-            conn.execute(f"DROP TABLE {log}")
+        ddl.run(database_url, f"DROP TRIGGER {log} ON jobs", f"DROP FUNCTION {log}()", f"DROP TABLE {log}")
     assert status == ("done",)
     assert written[0] == 0.0 and written[-1] == 1.0
     assert written == sorted(written)

@@ -16,6 +16,7 @@ from app.client import AsyncClient
 from app.jobs.smooth import day
 from app.rating import Rating, TrueSkill
 from app.rating.history import History
+from tests import ddl
 from tests.leaderboards.test_leaderboards import check_all, expected
 
 Headers = dict[str, str]
@@ -228,8 +229,7 @@ async def test_a_failed_replay_says_why_and_changes_nothing(
     try:
         job = await run_job(client, admin_headers, mode, {"kind": "replay"})
     finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"DROP TRIGGER fail_{mode.replace('-', '_')} ON matches")
+        ddl.run(database_url, f"DROP TRIGGER fail_{mode.replace('-', '_')} ON matches")
     assert job["status"] == "failed"
     assert "injected fault" in job["error"]
     with psycopg.connect(database_url, autocommit=True) as conn:

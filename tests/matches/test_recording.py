@@ -20,6 +20,7 @@ from app.matches.recording import Outcome, Recorded, Writers
 from app.matches.schemas import MatchIn, match_json
 from app.rating import Rating, TrueSkill, conservative
 from app.rating.levels import ONE_AT_A_TIME
+from tests import ddl
 
 TOLERANCE = 1e-12
 
@@ -226,27 +227,24 @@ async def test_a_database_error_applies_nothing_of_the_group(
     app: FastAPI, writers: Writers, api: AsyncClient, database_url: str, mode: str
 ) -> None:
     trigger = f"boom_{mode.replace('-', '_')}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        # A real fault in the write's statement, after the ratings are updated.
-        conn.execute(f"""
-            CREATE FUNCTION {trigger}() RETURNS trigger AS $$
-            BEGIN
-                IF NEW.player_id = '{mode}-z2' THEN RAISE EXCEPTION 'injected failure'; END IF;
-                RETURN NEW;
-            END
-            $$ LANGUAGE plpgsql""")
-        conn.execute(
-            f"CREATE TRIGGER {trigger} AFTER INSERT ON match_players"
-            f" FOR EACH ROW EXECUTE FUNCTION {trigger}()"
-        )
+    # A real fault in the write's statement, after the ratings are updated.
+    ddl.run(
+        database_url,
+        f"""
+        CREATE FUNCTION {trigger}() RETURNS trigger AS $$
+        BEGIN
+            IF NEW.player_id = '{mode}-z2' THEN RAISE EXCEPTION 'injected failure'; END IF;
+            RETURN NEW;
+        END
+        $$ LANGUAGE plpgsql""",
+        f"CREATE TRIGGER {trigger} AFTER INSERT ON match_players FOR EACH ROW EXECUTE FUNCTION {trigger}()",
+    )
     try:
         items = [body(f"{mode}-{n}", mode, [f"{mode}-z1"], [f"{mode}-z{n + 2}"]) for n in range(5)]
         with pytest.raises(psycopg.errors.RaiseException):
             await record(writers, items)
     finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"DROP TRIGGER {trigger} ON match_players")
-            conn.execute(f"DROP FUNCTION {trigger}()")
+        ddl.run(database_url, f"DROP TRIGGER {trigger} ON match_players", f"DROP FUNCTION {trigger}()")
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT count(*) FROM matches WHERE mode = %s", (mode,)).fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM ratings WHERE mode = %s", (mode,)).fetchone() == (0,)
