@@ -480,8 +480,25 @@ class LiveRun:
         return self.lost + math.ceil(missing / self.scenario.mode.shape.minimum)
 
 
+# What the live clock does not play yet: a scenario that needs it is refused with this line
+# (the virtual clock plays it).
+LIVE_NOT_YET = (
+    "sessions.leave_probability: the live clock does not model leaving a match and its backfill"
+    " yet (the virtual clock does: run it without --clock live, or set it to 0)"
+)
+
+
+def refused_live(scenario: Scenario) -> str | None:
+    """Why the live clock cannot play the scenario (one line naming the key), or None."""
+    return LIVE_NOT_YET if scenario.sessions.leave_probability > 0 else None
+
+
 def run_live(
     scenario: Scenario, population: Population, url: str, key: str, progress: Progress | None = None
 ) -> Run:
-    """One run of the scenario through the service at `url`, in real time."""
+    """One run of the scenario through the service at `url`, in real time (ValueError for a
+    scenario it cannot play, refused_live)."""
+    refused = refused_live(scenario)
+    if refused is not None:
+        raise ValueError(refused)
     return asyncio.run(LiveRun(scenario, population, url, key, progress).run())
