@@ -156,21 +156,10 @@ def test_a_comparison_of_a_mode_with_and_without_the_ready_check(tmp_path: Path)
     assert re.search(r"^\| ready check \| – \| [\d,]+ proposals, [\d.]+% failed", text, re.MULTILINE)
 
 
-def test_leaving_runs_on_the_virtual_clock_and_the_live_clock_refuses_it_by_name(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_scenario_with_leavers_reports_them(tmp_path: Path) -> None:
     leaving = write(tmp_path, "leave.toml", TINY.replace("[sessions]", "[sessions]\nleave_probability = 0.2"))
     out = tmp_path / "virtual"
     assert main(["simulate", str(leaving), "--out", str(out), "--no-baselines"]) == 0
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "## Leaving and backfill" in text
     assert re.search(r"^\| leaving \| [\d,]+ players left [\d,]+ games", text, re.MULTILINE)
-    capsys.readouterr()
-    live = ["--clock", "live", "--url", "http://127.0.0.1:9", "--key", "k"]
-    assert main(["simulate", str(leaving), "--out", str(tmp_path / "live"), *live]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert err.startswith(
-        f"error: {leaving}: sessions.leave_probability: the live clock does not model leaving a match"
-    )
-    assert not (tmp_path / "live").exists()
