@@ -128,14 +128,14 @@ class VirtualClock(VirtualLeaving):
             self._events_until(now)
             self._expire(now)
             # A backfill may take a single ticket: with one open, any ticket is worth a call.
-            callable_ = self.waiting.players >= needed or bool(self.backfills and self.waiting.count)
-            if callable_ and not self.settled:
+            worth_a_call = self.waiting.players >= needed or bool(self.backfills and self.waiting.count)
+            if worth_a_call and not self.settled:
                 self._matchmake(now)
-                callable_ = self.waiting.players >= needed or bool(self.backfills and self.waiting.count)
+                worth_a_call = self.waiting.players >= needed or bool(self.backfills and self.waiting.count)
             if now - shown >= duration / 500:
                 shown = now
                 self.progress(now / duration)
-            if self.settled or not callable_:
+            if self.settled or not worth_a_call:
                 # Nothing can form before the next event or expiry: go straight there.
                 upcoming = self.events[0][0] if self.events else math.inf
                 if self.waiting.count:
