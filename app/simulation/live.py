@@ -9,7 +9,9 @@ match's length in real seconds), draws the outcome from the true skills and post
 (`post_match`, the proposal's id as match_id), and its teammates and opponents pause and queue
 again once the result is in. Under the mode's ready check each party answers every proposal its
 ticket is in (`accept_proposal`, or `decline_proposal` for its players who decline) before it is
-played. Every failed call is an error line of the run; at the end every
+played. A match a player leaves (sessions.leave_probability) is hosted as a game with its
+backfill through the service's backfill calls (live_leaving.py), and a party a fill brings in
+joins it. Every failed call is an error line of the run; at the end every
 player's match count is read back from the leaderboard, and a match whose result the service
 does not hold is a lost result. It is also the service's end-to-end soak.
 
@@ -33,6 +35,7 @@ import numpy.typing as npt
 from app.client import ApiError, AsyncClient
 from app.matches.schemas import MatchPlayerOut
 from app.queues.schemas import ProposalOut, TicketOut
+from app.simulation.live_leaving import LiveGames
 from app.simulation.loop import LoopState
 from app.simulation.population import Population, Streams
 from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, Run
@@ -81,6 +84,7 @@ class LiveRun:
         self.ids = [f"sim{token}-{number}" for number in range(len(population))]
         self.index = {player: number for number, player in enumerate(self.ids)}
         self.state = LoopState.of(scenario, population, Streams.of(scenario.seed))
+        self.games = LiveGames(scenario, self.mode, self.ids, self.state, self.now, self.fail)
         # The ready check's proposals the players saw, and those that failed.
         self.proposals: set[str] = set()
         self.failed: set[str] = set()
@@ -245,12 +249,22 @@ class LiveRun:
                         queued_at, waited, MATCHED, len(players), skill, before, home, first, seated
                     )
                     self._requeued(requeued_at, MATCHED)
-                    played = self.matches.setdefault(
-                        proposal.proposal_id, asyncio.get_running_loop().create_future()
-                    )
-                    if proposal.ticket_ids[0] == ticket.ticket_id:
+                    match_id = proposal.proposal_id
+                    if proposal.kind == "backfill":
+                        # A fill: the party joins a game a player left, and waits for its result.
+                        joined = self.games.join(proposal, players)
+                        if joined is None:
+                            continue  # the game was over: the party queues again
+                        match_id = joined.proposal_id
+                    played = self.matches.setdefault(match_id, asyncio.get_running_loop().create_future())
+                    if proposal.kind == "match" and proposal.ticket_ids[0] == ticket.ticket_id:
                         await self._host(api, proposal, played)
-                    if not await self._result(proposal.proposal_id, played):
+                    result = await self._result(match_id, played)
+                    # Players who left the game: their session is over (offline once it ended).
+                    gone = [p for p in players if p in self.games.left]
+                    self.games.left.difference_update(gone)
+                    players[:] = [p for p in players if p not in gone]
+                    if not result or not players:
                         return
                     remaining -= 1
                     if remaining > 0:
@@ -377,6 +391,18 @@ class LiveRun:
         """Play the match out and post its result; its players learn of it through `played`."""
         formed = self.now()
         teams = [[self.index[player] for player in team] for team in proposal.teams]
+        shares = self.games.shares(sum(len(team) for team in teams))
+        if shares is not None:
+            # A player will leave: played as a game with its backfill (live_leaving.py).
+            try:
+                await self.games.host(api, proposal, shares, self.state.behaviour.match_length())
+            except (ApiError, httpx.HTTPError) as exc:
+                self.fail("post_match", exc)
+                self.lost += 1
+                played.set_result(Played(False))
+                return
+            played.set_result(Played(True))
+            return
         truth = self.scenario.truth
         skills = np.array([[self.state.columns.skill[team].sum() for team in teams]])
         # Every team of a match has one size, the mode's or, once it may shrink, smaller.

@@ -72,6 +72,8 @@ def describe(scenario: Scenario, population: int) -> list[str]:
         f"{'exactly' if s.fixed else 'on average'} {s.matches:g} matches, each {s.match_seconds:g} s "
         f"(sd {s.match_seconds_sd:g}), pauses of {s.pause_seconds:g} s on average"
     )
+    if s.leave_probability:
+        session += f"; each player leaves a match in play with probability {s.leave_probability:g}"
     total = sum(scenario.parties.values())
     parties = ", ".join(f"{part / total:.0%} of {size}" for size, part in sorted(scenario.parties.items()))
     regions = ", ".join(
@@ -190,6 +192,8 @@ def headline(result: Result) -> list[tuple[str, str]]:
         rows.append(
             ("ready check", f"{run.proposals:,} proposals, {share(failed)} failed (a player declined)")
         )
+    if run.leaving:
+        rows.append(("leaving", _leaving(run)))
     if run.turned_away:
         rows.append(("arrivals turned away", f"{run.turned_away:,} players (everyone was already online)"))
     wall = f"{run.wall_seconds:.1f} s for the loop ({run.clock} clock"
@@ -202,6 +206,21 @@ def headline(result: Result) -> list[tuple[str, str]]:
     if run.clock == "live":
         rows.append(("lost results", f"{run.lost_results}"))
     return rows
+
+
+def _leaving(run: Run) -> str:
+    """The leaving headline: games left, their seats backfilled and how fast, games ended short."""
+    left = run.games_left
+    games_share = share(left / run.matches if run.matches else math.nan)
+    text = f"{run.leavers:,} players left {left:,} games ({games_share} of the matches)"
+    if run.backfill:
+        filled = len(run.fill_wait)
+        p50 = float(np.median(run.fill_wait)) if filled else math.nan
+        text += (
+            f"; {share(filled / run.seats_opened if run.seats_opened else math.nan)} of their seats"
+            f" backfilled, p50 {seconds(p50)} s to fill"
+        )
+    return text + f"; {share(run.games_short / left if left else math.nan)} ended short"
 
 
 def method(scenario: Scenario, run: Run) -> list[str]:

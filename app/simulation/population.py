@@ -42,8 +42,8 @@ class Population:
 @dataclass(frozen=True, slots=True)
 class Streams:
     """Independent random streams of one seed: the population, the players' comings and
-    goings, the match outcomes, the random-pairing baseline's shuffles, who avoids whom, and
-    the players' answers to the ready check.
+    goings, the match outcomes, the random-pairing baseline's shuffles, who avoids whom, the
+    players' answers to the ready check, and who leaves a match in play and when.
     Two configurations compared on one seed share the population exactly. (A SeedSequence's
     n-th child does not depend on how many are spawned: a stream added last leaves the others'
     draws, and so every earlier scenario's runs, as they were.)"""
@@ -54,14 +54,15 @@ class Streams:
     pairing: np.random.Generator
     avoidance: np.random.Generator
     answers: np.random.Generator
+    leaving: np.random.Generator
 
     @classmethod
     def of(cls, seed: int) -> Streams:
-        children = np.random.SeedSequence(seed).spawn(6)
-        population, behaviour, outcomes, pairing, avoidance, answers = (
+        children = np.random.SeedSequence(seed).spawn(7)
+        population, behaviour, outcomes, pairing, avoidance, answers, leaving = (
             np.random.default_rng(child) for child in children
         )
-        return cls(population, behaviour, outcomes, pairing, avoidance, answers)
+        return cls(population, behaviour, outcomes, pairing, avoidance, answers, leaving)
 
 
 def build(

@@ -38,12 +38,8 @@ from app.simulation.scenario import (
 )
 
 # Keys the issue names whose queue features the simulated loop does not model yet: refused by
-# name rather than accepted and ignored (docs/simulator.md says what each will mean).
-NOT_YET = {
-    "sessions.leave_probability": (
-        "leaving a match and its backfill (issue 38) are not modelled by the simulator yet"
-    ),
-}
+# name rather than accepted and ignored (none today; docs/simulator.md says what each would mean).
+NOT_YET: dict[str, str] = {}
 # The [mode] keys the simulated loop models: ModeUpdate's fields today.
 MODE_KEYS = frozenset(
     {
@@ -283,6 +279,7 @@ def _sessions(table: Table, mode: ModeSettings) -> Sessions:
         match_seconds=table.number("match_seconds", 600.0, above=0.0),
         match_seconds_sd=table.number("match_seconds_sd", 0.0, low=0.0),
         decline_probability=table.number("decline_probability", 0.0, low=0.0, high=1.0),
+        leave_probability=table.number("leave_probability", 0.0, low=0.0, high=1.0),
     )
 
 

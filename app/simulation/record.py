@@ -113,6 +113,19 @@ class Run:
     proposals_failed: int = 0
     requeued_extra_wait: FloatArray = field(default_factory=lambda: np.empty(0))
     requeued_outcome: IntArray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    # Leaving (sessions.leave_probability above 0): the players who left a match in play, the
+    # games a player left (their match rows are among the others), those that ended with fewer
+    # players than they started with, the seats their backfills opened; per seat filled, how
+    # long it stood open; per fill, the completed game's quality. `backfill`: whether the mode's
+    # games take backfills.
+    leaving: bool = False
+    backfill: bool = False
+    leavers: int = 0
+    games_left: int = 0
+    games_short: int = 0
+    seats_opened: int = 0
+    fill_wait: FloatArray = field(default_factory=lambda: np.empty(0))
+    fill_quality: FloatArray = field(default_factory=lambda: np.empty(0))
 
     @property
     def matches(self) -> int:
@@ -133,6 +146,14 @@ class Recorder:
     proposals: int = 0
     proposals_failed: int = 0
     requeued_columns: list[tuple[FloatArray, IntArray]] = field(default_factory=list)
+    leaving: bool = False
+    backfill: bool = False
+    leavers: int = 0
+    games_left: int = 0
+    games_short: int = 0
+    seats_opened: int = 0
+    fill_wait: list[float] = field(default_factory=list)
+    fill_quality: list[float] = field(default_factory=list)
 
     def ticket(
         self,
@@ -250,6 +271,14 @@ class Recorder:
             requeued_outcome=np.concatenate(
                 [np.empty(0, dtype=np.int64)] + [c[1] for c in self.requeued_columns]
             ).astype(np.int64),
+            leaving=self.leaving,
+            backfill=self.backfill,
+            leavers=self.leavers,
+            games_left=self.games_left,
+            games_short=self.games_short,
+            seats_opened=self.seats_opened,
+            fill_wait=np.array(self.fill_wait, dtype=np.float64),
+            fill_quality=np.array(self.fill_quality, dtype=np.float64),
         )
 
 

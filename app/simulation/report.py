@@ -35,6 +35,7 @@ def single(result: Result) -> Report:
     lines += _targets(result)
     lines += ["## Headline", "", *table(["measure", "value"], headline(result))]
     lines += _ready_check(result)
+    lines += _leaving(result)
     lines += _waits(result, charts)
     lines += _quality(result, charts)
     lines += _fairness(run, charts)
@@ -88,6 +89,81 @@ def _ready_check(result: Result) -> list[str]:
         ],
         ["their extra wait", f"p50 {seconds(p50)} s, p90 {seconds(p90)} s, p99 {seconds(p99)} s"],
     ]
+    return [*lines, *table(["measure", "value"], rows)]
+
+
+def _leaving(result: Result) -> list[str]:
+    """What players leaving matches in play cost, when they do: the games they left, and the
+    backfills that refilled their seats (how many, how fast, how good) or the games that ended
+    short."""
+    run = result.run
+    if not run.leaving:
+        return []
+    chance = result.scenario.sessions.leave_probability
+    places = int(run.match_players.sum())
+    lines = [
+        "## Leaving and backfill",
+        "",
+        f"Each player of a match leaves it with probability {chance:g}, at a moment uniform over"
+        " their time in it, which ends their session. A game a player left is rated at its end with"
+        " every player's partial play (the share of the game each played, the rating's `weight`),"
+        " and its outcome follows the same partial play.",
+        "",
+    ]
+    left = run.games_left
+    rows = [
+        [
+            "players who left",
+            f"{run.leavers:,} ({share(run.leavers / places if places else math.nan)} of the"
+            " places in matches)",
+        ],
+        [
+            "games a player left",
+            f"{left:,} ({share(left / run.matches if run.matches else math.nan)} of the matches)",
+        ],
+    ]
+    if run.backfill:
+        lines += [
+            "A game a player left opens a backfill for the seat, as a lobby posts one to"
+            " `POST /v1/queues/{mode}/backfills`; each matchmaking call serves the open backfills first,"
+            " oldest first, with the service's fill search (the fill with the best quality of the"
+            " completed game that clears the threshold of the backfill's age, relaxed as a ticket's"
+            " wait relaxes it). The backfill goes when its game ends. Time to fill: from the moment a"
+            " seat opened to its fill; fill quality: the completed game's.",
+            "",
+        ]
+        filled = len(run.fill_wait)
+        p50, p90, p99 = np.percentile(run.fill_wait, measures.PERCENTILES) if filled else (math.nan,) * 3
+        fills = run.fill_quality
+        new = run.match_quality
+        rows += [
+            ["seats opened for a backfill", f"{run.seats_opened:,}"],
+            [
+                "seats filled",
+                f"{filled:,} ({share(filled / run.seats_opened if run.seats_opened else math.nan)}),"
+                f" in {len(fills):,} fills",
+            ],
+            ["time to fill a seat", f"p50 {seconds(p50)} s, p90 {seconds(p90)} s, p99 {seconds(p99)} s"],
+            [
+                "fill quality (the completed game)",
+                f"mean {fills.mean():.3f}, p10 {np.percentile(fills, 10):.3f}"
+                f" (new matches: mean {new.mean():.3f}, p10 {np.percentile(new, 10):.3f})"
+                if len(fills) and len(new)
+                else "–",
+            ],
+        ]
+    else:
+        lines += [
+            "The mode's games take no backfill (the service's backfills serve modes without roles,"
+            " and rosters of all the mode's teams): a seat left stays empty to the game's end.",
+            "",
+        ]
+    rows.append(
+        [
+            "games that ended short (fewer players than they started with)",
+            f"{run.games_short:,} ({share(run.games_short / left if left else math.nan)} of the games left)",
+        ]
+    )
     return [*lines, *table(["measure", "value"], rows)]
 
 

@@ -86,7 +86,9 @@ class Sessions:
     many when `fixed`), a pause between two (exponential, mean `pause_seconds`), each match
     lasting `match_seconds` on average (normal with `match_seconds_sd`, at least a tenth of the
     mean). Under the mode's ready check (`accept_timeout_s`), each player of a proposed match
-    declines it with `decline_probability`, which ends their session."""
+    declines it with `decline_probability`, which ends their session. Each player of a match
+    in play leaves it with `leave_probability`, at a moment uniform over its length, which
+    ends their session; the game opens a backfill for the seat where the mode allows one."""
 
     matches: float = 5.0
     fixed: bool = False
@@ -94,6 +96,7 @@ class Sessions:
     match_seconds: float = 600.0
     match_seconds_sd: float = 0.0
     decline_probability: float = 0.0
+    leave_probability: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,9 +48,33 @@ def ranks(
     """Per match (rows) the rank of each team (columns, summed true skills; 1 is first) for
     any number of teams: teams in order of performance, each tying with the one just above
     when within the draw margin (the chain of seed 000 §2)."""
-    matches, teams = skills.shape
     performance = skills + rng.normal(0.0, math.sqrt(team_size) * beta, skills.shape)
+    return _places(performance, draw_margin(draw_probability, math.sqrt(2 * team_size) * beta))
+
+
+def partial_places(
+    rng: np.random.Generator,
+    strength: FloatArray,
+    noise: FloatArray,
+    team_size: int,
+    beta: float,
+    draw_probability: float,
+) -> FloatArray:
+    """One game's places (1 first) per team when players took part in only some of it: each
+    plays for a share w of the game (partial play, as the rating engine's weights read it), so
+    a team performs Σ w·p, N(Σ w·s, Σ w²·β²): `strength` is Σ w·s and `noise` √(Σ w²)·β per
+    team. The draw margin is the full game's (teams of `team_size`): the game's rule of a draw
+    does not change when a player leaves."""
+    performance = strength + rng.normal(0.0, 1.0, len(strength)) * noise
     margin = draw_margin(draw_probability, math.sqrt(2 * team_size) * beta)
+    places: FloatArray = _places(performance[None, :], margin)[0]
+    return places
+
+
+def _places(performance: FloatArray, margin: float) -> FloatArray:
+    """Per row, each column's place by performance, tying with the one just above within
+    the margin."""
+    matches, teams = performance.shape
     order = np.argsort(-performance, axis=1, kind="stable")
     ordered = np.take_along_axis(performance, order, axis=1)
     # A new place starts wherever a team is more than the margin below the one above.

@@ -13,7 +13,11 @@ players give up. Under the mode's ready check (accept_timeout_s) every player an
 at once, declining with sessions.decline_probability; a declined proposal cancels the decliners'
 tickets and puts the others back in the queue with their wait, as the service does. A match's
 result is rated by the service's batch path (app.rating.levels, equal to one match at a time
-within 1e-12) and becomes visible when the match ends.
+within 1e-12) and becomes visible when the match ends. With sessions.leave_probability, a
+match a player leaves is played out as a game of its own (leaving.py): it opens a backfill,
+which each matchmaking call serves before forming new matches, as the service's does, with the
+service's fill search (app.matchmaking.backfill.fill_backfills); the game is rated at its end
+with every player's partial play.
 
 Waits are exact to the matchmaking interval: a ticket queued between two calls waits for the
 next. A call whose pool cannot change its answer is skipped: too few players for a match, or
@@ -42,13 +46,13 @@ from app.simulation.population import Population, Streams
 from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, Run
 from app.simulation.scenario import ModeSettings, Scenario
 from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
+from app.simulation.virtual_leaving import ARRIVE, END, GAME_END, LEAVE, READY, VirtualLeaving
 from app.simulation.waiting import Waiting
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 Progress = Callable[[float], None]
 
-ARRIVE, READY, END = 0, 1, 2
 PAIRINGS = ("quality", "random")
 
 
@@ -84,7 +88,7 @@ class Playing:
     sessions: list[int]
 
 
-class VirtualClock:
+class VirtualClock(VirtualLeaving):
     def __init__(
         self,
         scenario: Scenario,
@@ -104,6 +108,9 @@ class VirtualClock:
         self.waiting = Waiting(len(population.regions), len(population) if self.state.avoid else 0)
         self.sessions: dict[int, Session] = {}
         self.playing: dict[int, Playing] = {}
+        self.games = {}
+        self.backfills = {}
+        self.leaves = {}
         self.events: list[tuple[float, int, int, int]] = []
         self.serial = 0
         self.settled = False
@@ -120,12 +127,15 @@ class VirtualClock:
         while now <= duration:
             self._events_until(now)
             self._expire(now)
-            if self.waiting.players >= needed and not self.settled:
+            # A backfill may take a single ticket: with one open, any ticket is worth a call.
+            worth_a_call = self.waiting.players >= needed or bool(self.backfills and self.waiting.count)
+            if worth_a_call and not self.settled:
                 self._matchmake(now)
+                worth_a_call = self.waiting.players >= needed or bool(self.backfills and self.waiting.count)
             if now - shown >= duration / 500:
                 shown = now
                 self.progress(now / duration)
-            if self.settled or self.waiting.players < needed:
+            if self.settled or not worth_a_call:
                 # Nothing can form before the next event or expiry: go straight there.
                 upcoming = self.events[0][0] if self.events else math.inf
                 if self.waiting.count:
@@ -172,6 +182,10 @@ class VirtualClock:
                 self._push(self.state.behaviour.next_arrival(at), ARRIVE, 0)
             elif kind == READY:
                 self._queue(ref, at)
+            elif kind == LEAVE:
+                self._leave_game(ref, at)
+            elif kind == GAME_END:
+                self._end_game(ref, at)
             else:
                 self._end(ref, at)
 
@@ -267,6 +281,13 @@ class VirtualClock:
     # --- matchmaking and play ---
 
     def _matchmake(self, now: float) -> None:
+        """One matchmaking call: the open backfills served first, as the service's call
+        serves them, then new matches from the tickets left."""
+        served = self._serve_backfills(now) if self.backfills else False
+        relax = self.mode.relax_seconds
+        if self.waiting.players < self.mode.shape.minimum:
+            self.settled = not served and self._relaxed(now)
+            return
         pool = self.waiting.pool(now, self.population.regions)
         max_matches = self.scenario.matchmaker.max_matches
         if self.pairing == "quality":
@@ -284,9 +305,10 @@ class VirtualClock:
                 (shape, self.mode.relax_seconds) if shape.flexible else None,
             )
         if not matches:
-            # The thresholds stop moving once every wait is past relax_seconds: the same pool
-            # then gives the same (empty) answer until something changes.
-            self.settled = bool((pool.waited >= self.mode.relax_seconds).all())
+            # The thresholds stop moving once every wait (and every backfill's age) is past
+            # relax_seconds: the same pool then gives the same (empty) answer until something
+            # changes.
+            self.settled = not served and bool((pool.waited >= relax).all()) and self._relaxed(now)
             return
         self._start(matches, now)
 
@@ -296,13 +318,18 @@ class VirtualClock:
         declined = np.empty(0, dtype=np.int64)
         if self.mode.accept_timeout_s is not None:
             matches, declined = self._ready_check(matches, now)
+        taken = np.array([row for match in matches for row in match.rows], dtype=np.int64)
+        left: list[tuple[Match, FloatArray]] = []
+        if self.state.leaving is not None:
+            matches, left = self._leavers(matches)
         sizes: dict[tuple[int, int], list[Match]] = {}
         for match in matches:
             shape = (len(match.teams), int(self.waiting.size[list(match.teams[0])].sum()))
             sizes.setdefault(shape, []).append(match)
         for (teams, size), batch in sizes.items():
             self._play(batch, teams, size, now)
-        taken = np.array([row for match in matches for row in match.rows], dtype=np.int64)
+        for match, shares in left:
+            self._begin_game(match, shares, now)
         self.waiting.remove(np.concatenate([taken, declined]))
         self.settled = False
 
@@ -455,6 +482,9 @@ class VirtualClock:
             at, _, kind, ref = heapq.heappop(self.events)
             if kind == END:
                 self._end(ref, at)
+            elif kind == GAME_END:
+                # A leave past the run's end is not played: the queue is closed by then.
+                self._end_game(ref, at)
 
 
 def run_virtual(

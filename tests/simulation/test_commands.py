@@ -72,10 +72,6 @@ def test_compare_writes_one_report_of_both(tmp_path: Path) -> None:
         (("team_size = 1", "team_size = 1\nquality_floor = 2"), "mode.quality_floor: Input should be less"),
         (('duration = "10m"', 'duration = "ten"'), "duration: must be seconds or a string"),
         (
-            ("[sessions]", "[sessions]\nleave_probability = 0.1"),
-            "sessions.leave_probability: leaving a match and its backfill",
-        ),
-        (
             ("team_size = 1", "team_size = 1\nroles = { duelist = 1 }"),
             "population.roles: missing: mode.roles needs every player's role preferences (duelist)",
         ),
@@ -158,3 +154,12 @@ def test_a_comparison_of_a_mode_with_and_without_the_ready_check(tmp_path: Path)
     assert "| mode.accept_timeout_s | (default) | 10 |" in text
     # The ready check's headline row: none for the first, its proposals for the second.
     assert re.search(r"^\| ready check \| – \| [\d,]+ proposals, [\d.]+% failed", text, re.MULTILINE)
+
+
+def test_a_scenario_with_leavers_reports_them(tmp_path: Path) -> None:
+    leaving = write(tmp_path, "leave.toml", TINY.replace("[sessions]", "[sessions]\nleave_probability = 0.2"))
+    out = tmp_path / "virtual"
+    assert main(["simulate", str(leaving), "--out", str(out), "--no-baselines"]) == 0
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Leaving and backfill" in text
+    assert re.search(r"^\| leaving \| [\d,]+ players left [\d,]+ games", text, re.MULTILINE)

@@ -159,6 +159,53 @@ async def test_a_short_live_free_for_all_plays_and_rates_its_smaller_matches(liv
     assert sum(count for _, _, count in held.values()) == int(run.match_players.sum())
 
 
+async def test_a_short_live_run_with_leavers_backfills_their_games_and_loses_nothing(
+    live_server: str,
+) -> None:
+    leaving = scenario(
+        "live-leave",
+        duration="12s",
+        population={"size": 40},
+        arrivals={"players_per_second": 1.0, "initial_share": 0.6},
+        sessions={
+            "matches": 5,
+            "fixed": False,
+            "pause_seconds": 0.2,
+            "match_seconds": 2.0,
+            "leave_probability": 0.3,
+        },
+        parties={"1": 0.8, "2": 0.2},
+        mode={"teams": 2, "team_size": 2, "relax_seconds": 2},
+        matchmaker={"interval_seconds": 0.1},
+    )
+    players = build(leaving, Streams.of(leaving.seed).population)
+    live = LiveRun(leaving, players, live_server, ADMIN_KEY)
+    run = await live.run()
+    assert run.errors == ()
+    assert run.lost_results == 0
+    assert run.leaving and run.backfill
+    assert run.leavers > 0
+    assert 0 < run.games_left <= run.matches
+    assert run.seats_opened == run.leavers
+    # Some seats were filled through the service's backfills, each from a matched ticket.
+    assert len(run.fill_wait) > 0
+    assert len(run.fill_quality) > 0
+    matched = run.ticket_outcome == MATCHED
+    assert int(run.ticket_players[matched].sum()) >= int(run.match_players.sum())
+    assert int(run.games.sum()) == int(run.match_players.sum())
+    # The service rated every player of every game, leavers and fillers with their partial
+    # play, as the run mirrored it.
+    held = await leaderboard(live_server, live.mode)
+    for number, player in enumerate(live.ids):
+        if run.games[number]:
+            mu, sigma, count = held[player]
+            assert (mu, sigma, count) == (
+                pytest.approx(float(run.mu[number])),
+                pytest.approx(float(run.sigma[number])),
+                int(run.games[number]),
+            )
+
+
 async def warm_up(url: str) -> None:
     """One proposal answered on a mode of its own, before a run that counts proposals: a server
     process's first matchmaking call and answers cost it seconds on a loaded machine (a cold

@@ -11,7 +11,7 @@ import pytest
 
 from app.modes.schemas import ModeUpdate
 from app.simulation.checked import ScenarioError
-from app.simulation.reading import MODE_KEYS, MODE_NOT_YET, NOT_YET, read, scenario_of
+from app.simulation.reading import MODE_KEYS, MODE_NOT_YET, read, scenario_of
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "docs" / "scenarios"
 
@@ -117,11 +117,18 @@ def test_decline_probability_is_a_chance_under_the_ready_check(value: Any, expec
     assert scenario_of(base(), "none").mode.accept_timeout_s is None
 
 
-@pytest.mark.parametrize("path", sorted(NOT_YET))
-def test_keys_of_queue_features_the_loop_does_not_model_are_refused_by_name(path: str) -> None:
-    message = error_of(with_(path, 0.1))
-    assert message.startswith(f"{path}: ")
-    assert "not modelled by the simulator yet" in message
+@pytest.mark.parametrize(
+    ("value", "expected"), [(-0.1, "at least 0"), (1.5, "at most 1"), ("often", "a finite")]
+)
+def test_leave_probability_is_a_chance_with_or_without_backfill(value: Any, expected: str) -> None:
+    data = base()
+    data["sessions"] = {"leave_probability": value}
+    message = error_of(data)
+    assert message.startswith("sessions.leave_probability: ")
+    assert expected in message
+    data["sessions"] = {"leave_probability": 0.05}
+    assert scenario_of(data, "leaving").sessions.leave_probability == 0.05
+    assert scenario_of(base(), "staying").sessions.leave_probability == 0.0
 
 
 def test_a_missing_table_or_key_is_named() -> None:

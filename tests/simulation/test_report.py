@@ -69,3 +69,35 @@ def test_a_ready_check_gets_its_table_of_failures_and_extra_waits() -> None:
         r"^\| their extra wait \| p50 [\d.]+ s, p90 [\d.]+ s, p99 [\d.]+ s \|$", section, re.MULTILINE
     )
     assert re.search(r"^\| ready check \| [\d,]+ proposals, [\d.]+% failed", text, re.MULTILINE)
+
+
+def test_leaving_gets_its_table_of_games_left_backfills_and_games_ended_short() -> None:
+    leaving = scenario(mode={"teams": 2, "team_size": 2}, sessions={"leave_probability": 0.2}, duration="10m")
+    players = population(leaving)
+    run = run_virtual(leaving, players)
+    text = single(
+        Result(leaving, run, None, players.skill.copy(), "skillservice simulate leave.toml")
+    ).markdown
+    section = text.split("## Leaving and backfill", 1)[1].split("\n## ", 1)[0]
+    games_left = re.search(
+        r"^\| games a player left \| ([\d,]+) \(([\d.]+)% of the matches\) \|$", section, re.M
+    )
+    assert games_left is not None
+    assert int(games_left.group(1).replace(",", "")) == run.games_left > 0
+    assert float(games_left.group(2)) == round(100 * run.games_left / run.matches, 1)
+    filled = re.search(r"^\| seats filled \| ([\d,]+) \([\d.]+%\), in ([\d,]+) fills \|$", section, re.M)
+    assert filled is not None
+    assert (int(filled.group(1)), int(filled.group(2))) == (len(run.fill_wait), len(run.fill_quality))
+    assert re.search(
+        r"^\| time to fill a seat \| p50 [\d.]+ s, p90 [\d.]+ s, p99 [\d.]+ s \|$", section, re.M
+    )
+    assert re.search(
+        r"^\| fill quality \(the completed game\) \| mean 0\.\d{3}, p10 0\.\d{3} \(new matches: mean",
+        section,
+        re.M,
+    )
+    short = re.search(r"^\| games that ended short [^|]+\| ([\d,]+) \(", section, re.M)
+    assert short is not None
+    assert int(short.group(1).replace(",", "")) == run.games_short
+    assert "leaves a match in play with probability 0.2" in text
+    assert re.search(r"^\| leaving \| [\d,]+ players left [\d,]+ games .+ ended short \|$", text, re.M)

@@ -308,3 +308,105 @@ def test_when_everyone_declines_no_match_is_played() -> None:
     assert run.matches == 0
     assert int(run.games.sum()) == 0
     assert set(run.ticket_outcome.tolist()) <= {DECLINED, EXPIRED, LEFT_AT_END}
+
+
+LEAVING = {"leave_probability": 0.2}
+
+
+class Leavers(VirtualClock):
+    """The virtual clock, noting when each player left a game and when it ended, and every
+    match start's players."""
+
+    def __init__(self, of: Scenario) -> None:
+        super().__init__(of, population(of))
+        self.left: dict[int, list[float]] = {}
+        self.over: dict[int, float] = {}
+        self.started: list[tuple[float, set[int]]] = []
+
+    def _leave_game(self, key: int, at: float) -> None:
+        ref, seat = self.leaves[key]
+        self.left.setdefault(self.games[ref].seats[seat].player, []).append(at)
+        self.over[self.games[ref].seats[seat].player] = self.games[ref].ends
+        super()._leave_game(key, at)
+
+    def _start(self, matches: list[Match], now: float) -> None:
+        sessions = self.waiting.session
+        members = {
+            p for m in matches for row in m.rows for p in self.sessions[int(sessions[row])].players.tolist()
+        }
+        self.started.append((now, members))
+        super()._start(matches, now)
+
+
+def test_players_leave_games_in_play_and_the_backfills_refill_their_seats() -> None:
+    leaving = scenario(
+        mode={"teams": 2, "team_size": 2}, parties={"1": 0.7, "2": 0.3}, sessions=LEAVING, duration="10m"
+    )
+    clock = Leavers(leaving)
+    run = clock.run()
+    assert run.leaving and run.backfill
+    assert run.leavers > 10
+    assert 0 < run.games_left < run.matches
+    # Every game starts full (2v2), so each leave opens one seat, and some are filled.
+    assert run.seats_opened == run.leavers == sum(len(times) for times in clock.left.values())
+    filled = len(run.fill_wait)
+    assert 0 < filled <= run.seats_opened
+    assert (run.fill_wait >= 0).all()
+    assert len(run.fill_quality) <= filled
+    assert ((run.fill_quality > 0) & (run.fill_quality <= 1)).all()
+    assert 0 < run.games_short <= run.games_left
+    # Every place in a game (leavers and fillers too) was a matched ticket's, and was rated once.
+    matched = run.ticket_outcome == MATCHED
+    assert int(run.ticket_players[matched].sum()) == int(run.match_players.sum()) == int(run.games.sum())
+    assert run.match_players.sum() > 4 * run.matches - run.leavers
+    # A leaver's session is over: they start no match before the game they left has ended.
+    for player, times in clock.left.items():
+        assert len(times) == 1
+        assert not any(
+            times[0] < at < clock.over[player] and player in members for at, members in clock.started
+        )
+    assert run.errors == ()
+
+
+def test_leaving_is_deterministic_for_a_seed() -> None:
+    leaving = scenario(mode={"teams": 2, "team_size": 2}, sessions=LEAVING, duration="10m")
+    one = run_virtual(leaving, population(leaving))
+    two = run_virtual(leaving, population(leaving))
+    assert one.leavers > 0
+    for name, value in columns(one).items():
+        if name == "wall_seconds":
+            continue
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, columns(two)[name], equal_nan=True), name
+        else:
+            assert value == columns(two)[name], name
+
+
+def test_a_backfill_proposal_goes_through_the_ready_check() -> None:
+    leaving = scenario(
+        mode=READY,
+        parties={"1": 0.7, "2": 0.3},
+        sessions={"leave_probability": 0.2, "decline_probability": 0.05},
+        duration="10m",
+    )
+    run = run_virtual(leaving, population(leaving))
+    assert len(run.fill_quality) > 0
+    assert run.proposals_failed > 0
+    # Proposals: every new match and every fill the players accepted, and those that failed.
+    assert run.proposals == run.matches + len(run.fill_quality) + run.proposals_failed
+
+
+def test_a_role_queue_takes_no_backfill_so_every_game_left_ends_short() -> None:
+    roles = scenario(
+        population=role_queue(),
+        mode={"teams": 2, "team_size": 2, "roles": {"tank": 1, "damage": 1}},
+        sessions=LEAVING,
+        duration="10m",
+    )
+    run = run_virtual(roles, population(roles))
+    assert run.leaving and not run.backfill
+    assert run.games_left > 0
+    assert run.games_short == run.games_left
+    assert run.seats_opened == 0
+    assert len(run.fill_wait) == len(run.fill_quality) == 0
+    assert int(run.games.sum()) == int(run.match_players.sum()) == 4 * run.matches
