@@ -36,6 +36,7 @@ from app.queues.backfill_store import (
     players_of,
     ratings_of,
 )
+from app.queues.proposals import Filling, ProposalWriter
 from app.queues.schemas import (
     BackfillIn,
     BackfillOut,
@@ -365,11 +366,10 @@ async def serve_records(
         return Served([], [], [], [])
     claimed_at = time.time()
     proposal_ids = new_ids(len(chosen), claimed_at)
-    deadline_at = None if deadline is None else dt.datetime.fromtimestamp(deadline, dt.UTC)
-    by_proposal: dict[str, Roster] = {}
+    fillings: dict[str, Filling] = {}
     claims: list[tuple[ProposalClaim, Record, Record, str]] = []
     for proposal_id, (roster, fill) in zip(proposal_ids, chosen, strict=True):
-        by_proposal[proposal_id] = roster
+        fillings[proposal_id] = Filling(roster.record.backfill_id, roster.teams)
         joining = [[name for row in team for name in players_of(waiting.values[row])] for team in fill.teams]
         rated = [[pair for row in team for pair in ratings_of(waiting.values[row])] for team in fill.teams]
         base = roster.record
@@ -390,36 +390,12 @@ async def serve_records(
             )
         waited = float(pool.waited[list(fill.rows)].max())
         claims.append((ProposalClaim(fill.teams, fill.quality, waited, base.region), base, new, answers))
-    proposals: dict[str, ProposalOut] = {}
-
-    def render(
-        proposal_id: str,
-        claim: ProposalClaim,
-        ticket_ids: list[str],
-        teams: list[list[str]],
-        roles: dict[str, str] | None,
-    ) -> bytes:
-        roster = by_proposal[proposal_id]
-        proposal = proposals[proposal_id] = ProposalOut.model_construct(
-            proposal_id=proposal_id,
-            state=state,
-            deadline=deadline_at,
-            teams=[old + more for old, more in zip(roster.teams, teams, strict=True)],
-            ticket_ids=ticket_ids,
-            quality=float(claim.quality),
-            longest_wait_s=float(claim.longest_wait),
-            region=claim.region,
-            roles=None,
-            kind="backfill",
-            backfill_id=roster.record.backfill_id,
-        )
-        return to_json(proposal)
-
+    render = ProposalWriter(state, deadline, fillings)
     won = await store.claim(waiting, claims, proposal_ids, claimed_at, rules.ticket_ttl, render, deadline)
     tried = [row for _, fill in chosen for row in fill.rows]
     rows = [row for index, _ in won for row in chosen[index][1].rows]
     return Served(
-        [proposals[proposal_id] for _, proposal_id in won],
+        render.claimed(won),
         rows,
         [chosen[index][1].quality for index, _ in won],
         tried,

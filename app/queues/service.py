@@ -22,6 +22,7 @@ from app.modes import service as modes
 from app.modes.schemas import QUEUE_DEFAULTS
 from app.players import repository as players
 from app.queues import backfills, record
+from app.queues.proposals import ProposalWriter
 from app.queues.record import HeaderField
 from app.queues.schemas import (
     AVOID_PER_PLAYER,
@@ -304,7 +305,7 @@ async def _ticket_view(redis: RedisClient, mode: str, ticket_id: str, ticket: Ti
 
 
 def _proposal(body: str) -> ProposalOut:
-    """A proposal as kept (ProposalOut's JSON, matchmake's render), read back through the schema."""
+    """A proposal as kept (ProposalOut's JSON, ProposalWriter's), read back through the schema."""
     return ProposalOut.model_validate_json(body)
 
 
@@ -471,29 +472,7 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
         for match in matches
     ]
     claimed_at = time.time()
-    deadline_at = None if deadline is None else dt.datetime.fromtimestamp(deadline, dt.UTC)
-    proposals: dict[str, ProposalOut] = {}
-
-    def render(
-        proposal_id: str,
-        claim: ProposalClaim,
-        ticket_ids: list[str],
-        teams: list[list[str]],
-        roles: dict[str, str] | None,
-    ) -> bytes:
-        proposal = proposals[proposal_id] = ProposalOut.model_construct(
-            proposal_id=proposal_id,
-            state=state,
-            deadline=deadline_at,
-            teams=teams,
-            ticket_ids=ticket_ids,
-            quality=float(claim.quality),
-            longest_wait_s=float(claim.longest_wait),
-            region=claim.region,
-            roles=roles,
-        )
-        return to_json(proposal)
-
+    render = ProposalWriter(state, deadline)
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).
     won = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl, render, deadline)
@@ -509,7 +488,7 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
         # only this answer tells the lobby service. Statistics are not bookkeeping: a call they
         # miss (Redis busy, a replica late) shows as a gap in them, never as a lost match.
         log.warning("queue %s: a matchmaking call was not counted in the statistics: %r", mode, exc)
-    made = served.proposals + [proposals[proposal_id] for _, proposal_id in won]
+    made = served.proposals + render.claimed(won)
     return to_json(MatchmakeOut.model_construct(matches=made))
 
 
