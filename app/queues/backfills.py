@@ -317,16 +317,18 @@ async def serve(
     now: float,
     state: ProposalState,
     deadline: float | None,
+    max_fills: int | None = None,
 ) -> Served:
     """Fill the mode's live backfills from the waiting tickets, oldest first, each fill claimed
-    against its backfill's version; expired backfills are deleted on the way."""
+    against its backfill's version, at most `max_fills` of them (None: as many as there are);
+    expired backfills are deleted on the way."""
     store = BackfillStore(redis, mode)
     records = await store.everything()
     for record in records:
         if record.expires_at <= now:
             with contextlib.suppress(Refused):
                 await store.put(record.backfill_id, now, "*", None)
-    return await serve_records(redis, mode, rules, waiting, now, state, deadline, records)
+    return await serve_records(redis, mode, rules, waiting, now, state, deadline, records, max_fills)
 
 
 async def serve_records(
@@ -338,6 +340,7 @@ async def serve_records(
     state: ProposalState,
     deadline: float | None,
     records: Sequence[Record],
+    max_fills: int | None = None,
 ) -> Served:
     """serve, with these records of the backfills as read (a fill claims only while its
     backfill still has the version read)."""
@@ -362,6 +365,9 @@ async def serve_records(
         if any(name in seated for row in fill.rows for name in players_of(waiting.values[row])):
             continue  # a roster player queued meanwhile: never in the game twice
         chosen.append((roster, fill))
+    # The oldest backfills' fills go first; the tickets of those past the bound stay free for
+    # the call's new matches (none, when the fills take the whole bound).
+    chosen = chosen[:max_fills]
     if not chosen:
         return Served([], [], [], [])
     claimed_at = time.time()

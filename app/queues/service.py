@@ -439,7 +439,8 @@ async def cancel_ticket(session: AsyncSession, redis: RedisClient, mode: str, ti
 
 
 async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_matches: int) -> bytes:
-    """Up to max_matches matches, best first, each claimed atomically; the response's JSON."""
+    """Up to max_matches proposals, each claimed atomically: the backfills' fills, then new
+    matches, best first, up to the bound the fills left. The response's JSON."""
     rules = await modes.resolve(session, mode)
     store = QueueStore(redis, mode)
     now = time.time()
@@ -450,23 +451,21 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     deadline = None if rules.accept_timeout is None else time.time() + rules.accept_timeout
     state: ProposalState = "accepted" if deadline is None else "pending"
     # Backfills first (Open Match 2's guidance): their tickets are out of this call's matches.
-    served = await backfills.serve(redis, mode, rules, waiting, now, state, deadline)
+    served = await backfills.serve(redis, mode, rules, waiting, now, state, deadline, max_matches)
     pool = waiting.pool
     if served.tried:
         # Each ticket a fill tried alone in a group of its own: no match can take it.
         group = pool.group.copy()
         group[served.tried] = OUT_OF_REACH - np.asarray(served.tried, dtype=np.int64)
         pool = dataclasses.replace(pool, group=group)
-    # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
-    matches = await asyncio.to_thread(
-        form_matches,
-        pool,
-        rules.shape,
-        rules.env.beta,
-        rules.relax,
-        max_matches,
-        rules.latency,
-    )
+    # The fills count against the call's bound.
+    room = max_matches - len(served.proposals)
+    matches = []
+    if room > 0:
+        # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
+        matches = await asyncio.to_thread(
+            form_matches, pool, rules.shape, rules.env.beta, rules.relax, room, rules.latency
+        )
     claims = [
         ProposalClaim(match.teams, match.quality, match.longest_wait, match.region, match.roles)
         for match in matches
