@@ -288,6 +288,16 @@ async def delete_backfill(session: AsyncSession, redis: RedisClient, mode: str, 
         _raise_refused(refused, mode, backfill_id)
 
 
+async def count_backfills(redis: RedisClient, mode: str, team_size: int, now: float) -> tuple[int, int]:
+    """The mode's live backfills and their open slots, as their reads show them (a pending
+    fill's players hold their slots), for the queue's gauges."""
+    store = BackfillStore(redis, mode)
+    rosters = await _standing(
+        store, [record for record in await store.everything() if record.expires_at > now]
+    )
+    return len(rosters), sum(max(0, team_size - len(team)) for roster in rosters for team in roster.teams)
+
+
 def _opening(roster: Roster, team_size: int, now: float) -> Opening:
     record = roster.record
     return Opening(

@@ -477,6 +477,8 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     won = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl, render, deadline)
     qualities = served.qualities + [matches[index].quality for index, _ in won]
     metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), qualities)
+    metrics.BACKFILL_FILLS.labels(mode).inc(len(served.proposals))
+    metrics.observe_all(metrics.BACKFILL_FILL_QUALITY.labels(mode), served.qualities)
     rows = served.rows + [row for index, _ in won for row in matches[index].rows]
     waited = claimed_at - now + waiting.pool.waited[rows]
     metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), waited)
@@ -584,3 +586,6 @@ async def refresh_depth_gauges(session: AsyncSession, redis: RedisClient) -> Non
         tickets, _, oldest = await QueueStore(redis, mode.name).stats(now, rules.ticket_ttl)
         metrics.QUEUE_TICKETS.labels(mode.name).set(tickets)
         metrics.QUEUE_OLDEST_WAIT.labels(mode.name).set(oldest)
+        live, open_slots = await backfills.count_backfills(redis, mode.name, rules.shape.team_size, now)
+        metrics.QUEUE_BACKFILLS.labels(mode.name).set(live)
+        metrics.QUEUE_BACKFILL_OPEN_SLOTS.labels(mode.name).set(open_slots)
