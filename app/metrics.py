@@ -36,11 +36,25 @@ QUEUE_WAIT = Histogram(
     ["mode"],
     buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800),
 )
+QUALITY_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 MATCH_QUALITY = Histogram(
     "skill_formed_match_quality",
-    "Draw-probability quality (seed 000 eq. 7) of the matches the queue formed",
+    "Draw-probability quality (seed 000 eq. 7) of the matches the queue formed, backfills' fills included",
     ["mode"],
-    buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0),
+    buckets=QUALITY_BUCKETS,
+)
+QUEUE_BACKFILLS = Gauge("skill_queue_backfills", "Live backfills of the queue, open slots or not", ["mode"])
+QUEUE_BACKFILL_OPEN_SLOTS = Gauge(
+    "skill_queue_backfill_open_slots",
+    "Open slots of the live backfills (a fill waiting on its ready check holds its slots)",
+    ["mode"],
+)
+BACKFILL_FILLS = Counter("skill_backfill_fills_total", "Backfills' fills the queue claimed", ["mode"])
+BACKFILL_FILL_QUALITY = Histogram(
+    "skill_backfill_fill_quality",
+    "Draw-probability quality (seed 000 eq. 7) of each claimed fill's completed match",
+    ["mode"],
+    buckets=QUALITY_BUCKETS,
 )
 
 

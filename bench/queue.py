@@ -30,7 +30,8 @@ uneven, and a third process keeps both cores busy), then measures:
 8. backfill (`--only backfill`): 5v5 with BACKFILLS (500) open backfills, each missing 1 to 4
    players, and a pool of POOL solo tickets; 20 new matches per call after the fills (p50 ms per
    call; between calls, untimed, every filled backfill is replaced by a fresh one and the pool
-   topped up).
+   topped up). The fills count against max_matches, so a call asks for BACKFILLS + 20: room for
+   a fill of every backfill and 20 new matches (more new matches when fewer backfills fill).
 
 Cases 6 and 7 run beside case 3 (5v5 without roles) in the same run, as their baseline.
 
@@ -235,7 +236,7 @@ async def backfill_case(http: httpx.AsyncClient, pool: int, rng: random.Random) 
     timings, fills, next_id = [], 0, pool
     for _ in range(10):
         started = time.perf_counter()
-        response = await http.post(f"/v1/queues/{mode}/matchmake", json={"max_matches": 20})
+        response = await http.post(f"/v1/queues/{mode}/matchmake", json={"max_matches": BACKFILLS + 20})
         response.raise_for_status()
         timings.append((time.perf_counter() - started) * 1000)
         made = response.json()["matches"]

@@ -167,6 +167,15 @@ class Cluster:
             client.close()
         raise AssertionError(f"no node serves {key!r}")
 
+    def hold_failover(self, replica: int, held: bool) -> None:
+        """Keep this replica from taking over its master (cluster-replica-no-failover), or let it
+        again: a failed master's slots then stay down for as long as a test needs."""
+        client = redis.Redis(port=replica, socket_timeout=1)
+        try:
+            client.config_set("cluster-replica-no-failover", "yes" if held else "no")
+        finally:
+            client.close()
+
     def kill(self, port: int) -> None:
         """kill -9: no shutdown, its replica must notice and take over."""
         os.kill(self.processes[port].pid, signal.SIGKILL)

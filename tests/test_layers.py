@@ -255,3 +255,18 @@ def test_the_simulation_loop_and_report_are_pure_like_the_core() -> None:
     assert {t.split(".")[0] for t in imported("app.ui.plot", plot)} <= set(sys.stdlib_module_names) | {
         "__future__"
     }
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A name another module shares is public (no leading underscore): reaching for one that is
+    not makes that module's private helpers part of its contract without saying so."""
+    private = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("app")):
+                private.update(
+                    f"{name} imports {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                )
+    assert private == set()

@@ -153,9 +153,9 @@ async def matchmake(
     body: MatchmakeIn | None = None,
 ) -> Response:
     """Serve the mode's backfills (fills of kind "backfill", oldest backfill first), then form
-    up to max_matches matches of the mode's shape, best draw quality first. Each is claimed
-    atomically: no ticket is ever in two proposals. No body means the defaults. Under the
-    mode's latency rule each match names its `region`."""
+    matches of the mode's shape, best draw quality first: up to max_matches proposals in all,
+    fills first. Each is claimed atomically: no ticket is ever in two proposals. No body means
+    the defaults. Under the mode's latency rule each match names its `region`."""
     # The proposals' JSON, as stored on their tickets: built once, sent as is.
     content = await service.matchmake(session, redis, mode, (body or MatchmakeIn()).max_matches)
     return Response(content, media_type=JSON)

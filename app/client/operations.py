@@ -222,8 +222,8 @@ class Operations:
 
     @operation("POST", "/v1/queues/{mode}/matchmake", model(MatchmakeOut), repeatable=False)
     def matchmake(self, mode: str, max_matches: int | None = None) -> Request[MatchmakeOut]:
-        """Form and claim up to `max_matches` matches (default: the service's), best draw
-        quality first."""
+        """Fill backfills, then form matches, best draw quality first, and claim them: up to
+        `max_matches` proposals in all (default: the service's), fills first."""
         return Request({"mode": mode}, json=None if max_matches is None else {"max_matches": max_matches})
 
     # Creating a backfill is not repeatable: a lost answer hides the backfill's id.

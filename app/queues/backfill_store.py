@@ -20,8 +20,8 @@ from typing import Any
 from app.infra.redis_client import RedisClient
 from app.queues import record
 from app.queues.record import HeaderField
-from app.queues.scripts import BACKFILL_CLAIM, BACKFILL_PUT, run
-from app.queues.store import _ID, Keys, ProposalClaim, QueueStore, Render, Waiting, _text
+from app.queues.scripts import BACKFILL_CLAIM, BACKFILL_PUT, reply_text, run
+from app.queues.store import Keys, ProposalClaim, QueueStore, Render, Waiting, is_queue_id
 
 Ratings = list[list[list[float]]]  # per team, per player: [mu, sigma]
 
@@ -106,13 +106,13 @@ class BackfillStore:
             len(players),
             *players,
         ]
-        reply = [_text(part) for part in await run(self.redis, BACKFILL_PUT, keys, args)]
+        reply = [reply_text(part) for part in await run(self.redis, BACKFILL_PUT, keys, args)]
         if reply[0] != "ok":
             raise Refused(*reply)
 
     async def get(self, backfill_id: str, now: float) -> Record | None:
         """The backfill's record; None when unknown or expired."""
-        if not _ID.fullmatch(backfill_id):
+        if not is_queue_id(backfill_id):
             return None
         text = await self.redis.hget(self.keys.backfills, backfill_id)
         if text is None:
@@ -128,7 +128,7 @@ class BackfillStore:
     async def proposal_states(self, proposal_ids: Sequence[str]) -> dict[str, str]:
         """Each proposal's state (pending, accepted or failed); a proposal the queue forgot
         reads as failed."""
-        bodies = await QueueStore(self.redis, self.keys.mode)._read_done(proposal_ids)
+        bodies = await QueueStore(self.redis, self.keys.mode).done_fields(proposal_ids)
         return {
             proposal_id: json.loads(body).get("state", "accepted") if body is not None else "failed"
             for proposal_id, body in zip(proposal_ids, bodies, strict=True)

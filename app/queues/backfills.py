@@ -36,6 +36,7 @@ from app.queues.backfill_store import (
     players_of,
     ratings_of,
 )
+from app.queues.proposals import Filling, ProposalWriter
 from app.queues.schemas import (
     BackfillIn,
     BackfillOut,
@@ -287,6 +288,16 @@ async def delete_backfill(session: AsyncSession, redis: RedisClient, mode: str, 
         _raise_refused(refused, mode, backfill_id)
 
 
+async def count_backfills(redis: RedisClient, mode: str, team_size: int, now: float) -> tuple[int, int]:
+    """The mode's live backfills and their open slots, as their reads show them (a pending
+    fill's players hold their slots), for the queue's gauges."""
+    store = BackfillStore(redis, mode)
+    rosters = await _standing(
+        store, [record for record in await store.everything() if record.expires_at > now]
+    )
+    return len(rosters), sum(max(0, team_size - len(team)) for roster in rosters for team in roster.teams)
+
+
 def _opening(roster: Roster, team_size: int, now: float) -> Opening:
     record = roster.record
     return Opening(
@@ -316,16 +327,18 @@ async def serve(
     now: float,
     state: ProposalState,
     deadline: float | None,
+    max_fills: int | None = None,
 ) -> Served:
     """Fill the mode's live backfills from the waiting tickets, oldest first, each fill claimed
-    against its backfill's version; expired backfills are deleted on the way."""
+    against its backfill's version, at most `max_fills` of them (None: as many as there are);
+    expired backfills are deleted on the way."""
     store = BackfillStore(redis, mode)
     records = await store.everything()
     for record in records:
         if record.expires_at <= now:
             with contextlib.suppress(Refused):
                 await store.put(record.backfill_id, now, "*", None)
-    return await serve_records(redis, mode, rules, waiting, now, state, deadline, records)
+    return await serve_records(redis, mode, rules, waiting, now, state, deadline, records, max_fills)
 
 
 async def serve_records(
@@ -337,6 +350,7 @@ async def serve_records(
     state: ProposalState,
     deadline: float | None,
     records: Sequence[Record],
+    max_fills: int | None = None,
 ) -> Served:
     """serve, with these records of the backfills as read (a fill claims only while its
     backfill still has the version read)."""
@@ -361,15 +375,17 @@ async def serve_records(
         if any(name in seated for row in fill.rows for name in players_of(waiting.values[row])):
             continue  # a roster player queued meanwhile: never in the game twice
         chosen.append((roster, fill))
+    # The oldest backfills' fills go first; the tickets of those past the bound stay free for
+    # the call's new matches (none, when the fills take the whole bound).
+    chosen = chosen[:max_fills]
     if not chosen:
         return Served([], [], [], [])
     claimed_at = time.time()
     proposal_ids = new_ids(len(chosen), claimed_at)
-    deadline_at = None if deadline is None else dt.datetime.fromtimestamp(deadline, dt.UTC)
-    by_proposal: dict[str, Roster] = {}
+    fillings: dict[str, Filling] = {}
     claims: list[tuple[ProposalClaim, Record, Record, str]] = []
     for proposal_id, (roster, fill) in zip(proposal_ids, chosen, strict=True):
-        by_proposal[proposal_id] = roster
+        fillings[proposal_id] = Filling(roster.record.backfill_id, roster.teams)
         joining = [[name for row in team for name in players_of(waiting.values[row])] for team in fill.teams]
         rated = [[pair for row in team for pair in ratings_of(waiting.values[row])] for team in fill.teams]
         base = roster.record
@@ -390,36 +406,12 @@ async def serve_records(
             )
         waited = float(pool.waited[list(fill.rows)].max())
         claims.append((ProposalClaim(fill.teams, fill.quality, waited, base.region), base, new, answers))
-    proposals: dict[str, ProposalOut] = {}
-
-    def render(
-        proposal_id: str,
-        claim: ProposalClaim,
-        ticket_ids: list[str],
-        teams: list[list[str]],
-        roles: dict[str, str] | None,
-    ) -> bytes:
-        roster = by_proposal[proposal_id]
-        proposal = proposals[proposal_id] = ProposalOut.model_construct(
-            proposal_id=proposal_id,
-            state=state,
-            deadline=deadline_at,
-            teams=[old + more for old, more in zip(roster.teams, teams, strict=True)],
-            ticket_ids=ticket_ids,
-            quality=float(claim.quality),
-            longest_wait_s=float(claim.longest_wait),
-            region=claim.region,
-            roles=None,
-            kind="backfill",
-            backfill_id=roster.record.backfill_id,
-        )
-        return to_json(proposal)
-
+    render = ProposalWriter(state, deadline, fillings)
     won = await store.claim(waiting, claims, proposal_ids, claimed_at, rules.ticket_ttl, render, deadline)
     tried = [row for _, fill in chosen for row in fill.rows]
     rows = [row for index, _ in won for row in chosen[index][1].rows]
     return Served(
-        [proposals[proposal_id] for _, proposal_id in won],
+        render.claimed(won),
         rows,
         [chosen[index][1].quality for index, _ in won],
         tried,

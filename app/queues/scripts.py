@@ -31,6 +31,11 @@ from app.queues.record import (
 REPLICA_WAIT_MS = 100
 
 
+def reply_text(value: Any) -> str:
+    """A Redis reply's text: redis-py answers bytes unless the client decodes responses."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 async def run(
     redis: RedisClient,
     source: str,

@@ -22,6 +22,7 @@ from app.modes import service as modes
 from app.modes.schemas import QUEUE_DEFAULTS
 from app.players import repository as players
 from app.queues import backfills, record
+from app.queues.proposals import ProposalWriter
 from app.queues.record import HeaderField
 from app.queues.schemas import (
     AVOID_PER_PLAYER,
@@ -304,7 +305,7 @@ async def _ticket_view(redis: RedisClient, mode: str, ticket_id: str, ticket: Ti
 
 
 def _proposal(body: str) -> ProposalOut:
-    """A proposal as kept (ProposalOut's JSON, matchmake's render), read back through the schema."""
+    """A proposal as kept (ProposalOut's JSON, ProposalWriter's), read back through the schema."""
     return ProposalOut.model_validate_json(body)
 
 
@@ -438,7 +439,8 @@ async def cancel_ticket(session: AsyncSession, redis: RedisClient, mode: str, ti
 
 
 async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_matches: int) -> bytes:
-    """Up to max_matches matches, best first, each claimed atomically; the response's JSON."""
+    """Up to max_matches proposals, each claimed atomically: the backfills' fills, then new
+    matches, best first, up to the bound the fills left. The response's JSON."""
     rules = await modes.resolve(session, mode)
     store = QueueStore(redis, mode)
     now = time.time()
@@ -449,56 +451,34 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
     deadline = None if rules.accept_timeout is None else time.time() + rules.accept_timeout
     state: ProposalState = "accepted" if deadline is None else "pending"
     # Backfills first (Open Match 2's guidance): their tickets are out of this call's matches.
-    served = await backfills.serve(redis, mode, rules, waiting, now, state, deadline)
+    served = await backfills.serve(redis, mode, rules, waiting, now, state, deadline, max_matches)
     pool = waiting.pool
     if served.tried:
         # Each ticket a fill tried alone in a group of its own: no match can take it.
         group = pool.group.copy()
         group[served.tried] = OUT_OF_REACH - np.asarray(served.tried, dtype=np.int64)
         pool = dataclasses.replace(pool, group=group)
-    # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
-    matches = await asyncio.to_thread(
-        form_matches,
-        pool,
-        rules.shape,
-        rules.env.beta,
-        rules.relax,
-        max_matches,
-        rules.latency,
-    )
+    # The fills count against the call's bound.
+    room = max_matches - len(served.proposals)
+    matches = []
+    if room > 0:
+        # Pure CPU work: off the event loop, so other requests' I/O keeps flowing meanwhile.
+        matches = await asyncio.to_thread(
+            form_matches, pool, rules.shape, rules.env.beta, rules.relax, room, rules.latency
+        )
     claims = [
         ProposalClaim(match.teams, match.quality, match.longest_wait, match.region, match.roles)
         for match in matches
     ]
     claimed_at = time.time()
-    deadline_at = None if deadline is None else dt.datetime.fromtimestamp(deadline, dt.UTC)
-    proposals: dict[str, ProposalOut] = {}
-
-    def render(
-        proposal_id: str,
-        claim: ProposalClaim,
-        ticket_ids: list[str],
-        teams: list[list[str]],
-        roles: dict[str, str] | None,
-    ) -> bytes:
-        proposal = proposals[proposal_id] = ProposalOut.model_construct(
-            proposal_id=proposal_id,
-            state=state,
-            deadline=deadline_at,
-            teams=teams,
-            ticket_ids=ticket_ids,
-            quality=float(claim.quality),
-            longest_wait_s=float(claim.longest_wait),
-            region=claim.region,
-            roles=roles,
-        )
-        return to_json(proposal)
-
+    render = ProposalWriter(state, deadline)
     # Another caller may have taken some of these tickets since we read: those are skipped,
     # as is a match whose tickets' attributes differ (two attribute digests that collide).
     won = await store.claim(waiting, claims, claimed_at, rules.ticket_ttl, render, deadline)
     qualities = served.qualities + [matches[index].quality for index, _ in won]
     metrics.observe_all(metrics.MATCH_QUALITY.labels(mode), qualities)
+    metrics.BACKFILL_FILLS.labels(mode).inc(len(served.proposals))
+    metrics.observe_all(metrics.BACKFILL_FILL_QUALITY.labels(mode), served.qualities)
     rows = served.rows + [row for index, _ in won for row in matches[index].rows]
     waited = claimed_at - now + waiting.pool.waited[rows]
     metrics.observe_all(metrics.QUEUE_WAIT.labels(mode), waited)
@@ -509,7 +489,7 @@ async def matchmake(session: AsyncSession, redis: RedisClient, mode: str, max_ma
         # only this answer tells the lobby service. Statistics are not bookkeeping: a call they
         # miss (Redis busy, a replica late) shows as a gap in them, never as a lost match.
         log.warning("queue %s: a matchmaking call was not counted in the statistics: %r", mode, exc)
-    made = served.proposals + [proposals[proposal_id] for _, proposal_id in won]
+    made = served.proposals + render.claimed(won)
     return to_json(MatchmakeOut.model_construct(matches=made))
 
 
@@ -606,3 +586,6 @@ async def refresh_depth_gauges(session: AsyncSession, redis: RedisClient) -> Non
         tickets, _, oldest = await QueueStore(redis, mode.name).stats(now, rules.ticket_ttl)
         metrics.QUEUE_TICKETS.labels(mode.name).set(tickets)
         metrics.QUEUE_OLDEST_WAIT.labels(mode.name).set(oldest)
+        live, open_slots = await backfills.count_backfills(redis, mode.name, rules.shape.team_size, now)
+        metrics.QUEUE_BACKFILLS.labels(mode.name).set(live)
+        metrics.QUEUE_BACKFILL_OPEN_SLOTS.labels(mode.name).set(open_slots)

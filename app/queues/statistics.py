@@ -44,7 +44,7 @@ from app.matchmaking import waits
 from app.matchmaking.pool import Pool
 from app.queues import record
 from app.queues.record import HeaderField
-from app.queues.scripts import run
+from app.queues.scripts import reply_text, run
 
 QUARTER_S = 15
 # The windows the statistics report, in minutes, and the quarters each merges (the current,
@@ -209,7 +209,7 @@ class QueueStatistics:
         """Note a matchmaking call (when it started, how long it took to answer); the calls'
         mean interval, this one counted (0 until there were two)."""
         args: list[str | int] = [repr(started), repr(answered - started), KEEP_S]
-        return float(_text(await run(self.redis, PULSE, [self.prefix + "pulse"], args)))
+        return float(reply_text(await run(self.redis, PULSE, [self.prefix + "pulse"], args)))
 
     async def estimate(self, value: bytes, waited: float, now: float) -> float | None:
         """A queued ticket's expected wait in all (seconds from its enqueueing); None before
@@ -354,12 +354,8 @@ def _windows(merged: Any) -> list[Window]:
 
 def _counts(text: Any) -> dict[int, int]:
     """A class's counts as refresh_estimates keeps them: "<value>:<count>" pairs."""
-    pairs = (pair.partition(":") for pair in _text(text).split())
+    pairs = (pair.partition(":") for pair in reply_text(text).split())
     return {int(value): int(count) for value, _, count in pairs}
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _pairs(flat: Any) -> dict[str, int]:

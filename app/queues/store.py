@@ -92,6 +92,7 @@ from app.queues.scripts import (
     READ_TICKET,
     REQUEUE,
     SETTLE,
+    reply_text,
     run,
 )
 
@@ -275,7 +276,7 @@ class QueueStore:
     async def ticket(self, ticket_id: str, now: float) -> TicketState | None:
         """The ticket's status (queued, matched, cancelled or expired) and, once matched, its
         proposal's JSON; None if the queue never had it (or forgot it after the retention)."""
-        if not _ID.fullmatch(ticket_id):
+        if not is_queue_id(ticket_id):
             return None
         keys = [self.keys.pool, self.keys.done(ticket_id)]
         found: TicketState | None = None
@@ -287,9 +288,9 @@ class QueueStore:
                 return TicketState("queued" if expires_at > now else "expired", None, value)
             if status is None:
                 return None
-            state, _, proposal = _text(status).partition(" ")
+            state, _, proposal = reply_text(status).partition(" ")
             body = await self.redis.hget(self.keys.done(proposal), proposal) if proposal else None
-            found = TicketState(state, _text(body) if body is not None else None)
+            found = TicketState(state, reply_text(body) if body is not None else None)
             if not _failed_since(state, proposal, body):
                 return found
         return found
@@ -298,18 +299,18 @@ class QueueStore:
         """The statuses of tickets that left the pool, with their proposals, in two round trips
         whatever their number; None for a ticket with no status (still waiting, or requeued),
         or whose proposal failed between the two (its status has changed since: read it again)."""
-        statuses = await self._read_done(ticket_ids)
-        states = [_text(status).partition(" ") if status is not None else None for status in statuses]
+        statuses = await self.done_fields(ticket_ids)
+        states = [reply_text(status).partition(" ") if status is not None else None for status in statuses]
         proposals = sorted({state[2] for state in states if state is not None and state[2]})
-        bodies = dict(zip(proposals, await self._read_done(proposals), strict=True))
+        bodies = dict(zip(proposals, await self.done_fields(proposals), strict=True))
         return [
             None
             if state is None or _failed_since(state[0], state[2], bodies.get(state[2]))
-            else TicketState(state[0], _text(bodies[state[2]]) if bodies.get(state[2]) else None)
+            else TicketState(state[0], reply_text(bodies[state[2]]) if bodies.get(state[2]) else None)
             for state in states
         ]
 
-    async def _read_done(self, ids: Sequence[str], prefix: str = "") -> list[Any]:
+    async def done_fields(self, ids: Sequence[str], prefix: str = "") -> list[Any]:
         """The done-hash fields of these ids (each prefixed), one HMGET per hash, in one
         pipelined round trip."""
         by_second: dict[str, list[int]] = {}
@@ -336,7 +337,7 @@ class QueueStore:
         held = await self.redis.hget(self.keys.holders, player)
         if held is None:
             return None
-        expires_at, _, ticket_id = _text(held).partition(" ")
+        expires_at, _, ticket_id = reply_text(held).partition(" ")
         if float(expires_at) and float(expires_at) <= now:
             return None  # a hold that lapsed with its ticket
         state = await self.ticket(ticket_id, now)
@@ -368,7 +369,7 @@ class QueueStore:
         clashes = None
         avoiding: list[int] = []
         if extended:
-            read = await self._read_done([live_ids[row] for row in extended], extension.FIELD_PREFIX)
+            read = await self.done_fields([live_ids[row] for row in extended], extension.FIELD_PREFIX)
             roles, clashes, avoiding = _extensions(live_values, players, groups, extended, read)
         pool = Pool(
             live_ids,
@@ -474,10 +475,10 @@ class QueueStore:
 
     async def proposal(self, proposal_id: str) -> str | None:
         """A claimed proposal's JSON; None if the queue never made it (or forgot it)."""
-        if not _ID.fullmatch(proposal_id):
+        if not is_queue_id(proposal_id):
             return None
         body = await self.redis.hget(self.keys.done(proposal_id), proposal_id)
-        return None if body is None else _text(body)
+        return None if body is None else reply_text(body)
 
     async def requeue(
         self, proposal_id: str, ticket_ids: Sequence[str], cancel: Sequence[str], now: float, ttl: float
@@ -521,7 +522,7 @@ class QueueStore:
         if the queue does not know the proposal."""
         keys, where = self._proposal_keys(proposal_id, ticket_ids)
         args: list[str | int] = [proposal_id, repr(now), _kept(ttl), answer, len(players), *players, *where]
-        reply = [_text(part) for part in await run(self.redis, SETTLE, keys, args)]
+        reply = [reply_text(part) for part in await run(self.redis, SETTLE, keys, args)]
         if reply[0] == "unknown":
             return None
         if reply[0] == "conflict":
@@ -537,7 +538,7 @@ class QueueStore:
         "expired": should several instances sweep at once, one fails each proposal, the others
         find it settled). How many this call failed."""
         due = [
-            _text(some_id)
+            reply_text(some_id)
             for some_id in await self.redis.zrangebyscore(
                 self.keys.deadlines, "-inf", now, start=0, num=SWEEP_PROPOSALS
             )
@@ -545,7 +546,7 @@ class QueueStore:
         if not due:
             return 0
         failed = 0
-        for proposal_id, body in zip(due, await self._read_done(due), strict=True):
+        for proposal_id, body in zip(due, await self.done_fields(due), strict=True):
             ticket_ids = json.loads(body)["ticket_ids"] if body is not None else []
             settled = await self.settle(proposal_id, ticket_ids, "expired", [], now, ttl)
             failed += settled is not None and settled.state == "failed"
@@ -555,14 +556,14 @@ class QueueStore:
         """The ticket each of these players holds (whatever its state), by player."""
         held = await self.redis.hmget(self.keys.holders, list(players))
         return {
-            player: _text(hold).partition(" ")[2]
+            player: reply_text(hold).partition(" ")[2]
             for player, hold in zip(players, held, strict=True)
             if hold is not None
         }
 
     async def cancel(self, ticket_id: str, ttl: float) -> int:
         """-1 unknown, 1 cancelled (or already finished), 2 already matched."""
-        if not _ID.fullmatch(ticket_id):
+        if not is_queue_id(ticket_id):
             return -1
         keys = [self.keys.pool, self.keys.holders, self.keys.done(ticket_id)]
         return int(await run(self.redis, CANCEL, keys, [ticket_id, _kept(ttl)]))
@@ -605,7 +606,7 @@ class QueueStore:
         # the pool was read (the player's next life: it stays).
         held = await self.redis.hget(self.keys.holders, player)
         if held is not None:
-            expires_at, _, ticket_id = _text(held).partition(" ")
+            expires_at, _, ticket_id = reply_text(held).partition(" ")
             # A hold under a pending ready check counts until its deadline, yet names a match.
             state = await self.ticket(ticket_id, now) if float(expires_at) > now else None
             if float(expires_at) <= now or (state is not None and state.status == "matched"):
@@ -614,7 +615,7 @@ class QueueStore:
         touched += int(await run(self.redis, ERASE_BACKFILLS, keys, [quoted.decode(), f'"{pseudonym}"']))
         async for key in self.redis.scan_iter(match=f"{self.keys.prefix}done:*", count=1000):
             touched += int(
-                await run(self.redis, ERASE_PLAYER, [_text(key)], [quoted.decode(), f'"{pseudonym}"'])
+                await run(self.redis, ERASE_PLAYER, [reply_text(key)], [quoted.decode(), f'"{pseudonym}"'])
             )
         return touched
 
@@ -631,6 +632,12 @@ def new_ids(count: int, now: float) -> list[str]:
     second = f"{int(now):08x}"
     digits = os.urandom(12 * count).hex()
     return [second + digits[24 * i : 24 * (i + 1)] for i in range(count)]
+
+
+def is_queue_id(some_id: str) -> bool:
+    """Whether a ticket, proposal or backfill id has the shape new_ids gives them (anything
+    else is unknown at once, before any key is named after it)."""
+    return _ID.fullmatch(some_id) is not None
 
 
 def hold(expires_at: float, ticket_id: str) -> str:
@@ -725,7 +732,7 @@ def _failed_since(status: str, proposal: str, body: Any) -> bool:
     return (
         status == "matched"
         and body is not None
-        and _text(body).startswith(f'{{"proposal_id":"{proposal}","state":"failed"')
+        and reply_text(body).startswith(f'{{"proposal_id":"{proposal}","state":"failed"')
     )
 
 
@@ -740,7 +747,3 @@ def _answers(record: Any) -> dict[str, str]:
 def _kept(ttl: float) -> int:
     """Seconds a ticket or proposal stays readable: its TTL, then the retention."""
     return int(ttl + RETENTION_SECONDS)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

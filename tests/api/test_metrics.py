@@ -110,6 +110,38 @@ async def test_queue_depth_waits_and_formed_quality(
     assert 0 <= present(samples, "skill_queue_wait_seconds_sum", mode=mode) < 60
 
 
+async def test_backfills_open_slots_fills_and_fill_quality(
+    client: httpx.AsyncClient, admin_headers: Headers, mode: str
+) -> None:
+    url = f"/v1/queues/{mode}/backfills"
+    for roster in ([["bm-a"], []], [["bm-b"], []]):
+        made = await client.post(url, json={"teams": roster}, headers=admin_headers)
+        assert made.status_code == 201, made.text
+    gone = await client.post(url, json={"teams": [["bm-c"], []]}, headers=admin_headers)
+    deleted = await client.delete(f"{url}/{gone.json()['backfill_id']}", headers=admin_headers)
+    assert deleted.status_code == 204
+    samples = await scrape(client)
+    assert present(samples, "skill_queue_backfills", mode=mode) == 2
+    assert present(samples, "skill_queue_backfill_open_slots", mode=mode) == 2
+    assert value(samples, "skill_backfill_fills_total", mode=mode) == 0
+
+    ticket = await client.post(
+        f"/v1/queues/{mode}/tickets", json={"players": ["bm-new"]}, headers=admin_headers
+    )
+    assert ticket.status_code == 201
+    formed = await client.post(f"/v1/queues/{mode}/matchmake", headers=admin_headers)
+    (fill,) = formed.json()["matches"]
+    assert fill["kind"] == "backfill"
+    samples = await scrape(client)
+    assert value(samples, "skill_backfill_fills_total", mode=mode) == 1
+    assert value(samples, "skill_backfill_fill_quality_count", mode=mode) == 1
+    assert value(samples, "skill_backfill_fill_quality_sum", mode=mode) == fill["quality"]
+    # A fill is a formed match too.
+    assert value(samples, "skill_formed_match_quality_count", mode=mode) == 1
+    assert present(samples, "skill_queue_backfills", mode=mode) == 2
+    assert present(samples, "skill_queue_backfill_open_slots", mode=mode) == 1
+
+
 def test_observing_all_at_once_equals_observing_one_by_one() -> None:
     registry = CollectorRegistry()
     bounds = (0.5, 1, 2, 5)

@@ -2,7 +2,9 @@
 spread over the three masters, eight concurrent matchmakers. No ticket is in two proposals,
 none is lost, every ticket's status names its proposal; and when a master is killed, its modes
 answer 503 with Retry-After (never 500) until its replica takes over, then recover with no
-restart. The failover window and the matchmaking rate are printed (figures, not assertions).
+restart (its backfills too). While a master is down, its modes' backfill routes answer 503 and
+the other modes' answer. The failover window and the matchmaking rate are printed (figures,
+not assertions).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import itertools
 import secrets
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,6 +159,55 @@ async def check_books(base: str, load: Load, strict: bool) -> Counter[str]:
     return statuses
 
 
+# What each backfill route answers when it works (try_backfill_routes).
+BACKFILL_ANSWERS = {"POST": 201, "GET": 200, "GET wait": 200, "PUT": 200, "DELETE": 204}
+
+
+def full_roster(mode: str) -> list[list[str]]:
+    """A backfill roster with no open slot (the modes are 1v1): no matchmaker fills it, so no
+    proposal names players no ticket of the load holds."""
+    return [[f"{mode}-a"], [f"{mode}-b"]]
+
+
+async def try_backfill_routes(
+    http: httpx.AsyncClient, base: str, mode: str, backfill_id: str, until: float | None
+) -> tuple[dict[str, int], int]:
+    """Each backfill route once, through `base`: a backfill created, the mode's full backfill
+    read, long-polled and given its roster again, the one created deleted (or, none created,
+    that one). Each route's last status, and how many 503s were tried again: a route answered
+    503 is tried again until `until` (None: never)."""
+    queue = f"{base}/v1/queues/{mode}/backfills"
+    statuses: dict[str, int] = {}
+    retried: Counter[str] = Counter()
+
+    async def call(route: str, send: Callable[[], Awaitable[httpx.Response]]) -> httpx.Response:
+        while True:
+            response = await send()
+            assert response.status_code in (BACKFILL_ANSWERS[route], 404, 503), (route, response.text)
+            if response.status_code == 503:
+                assert response.headers.get("retry-after"), response.text
+                if until is not None and time.monotonic() < until:
+                    retried[route] += 1
+                    await asyncio.sleep(0.1)
+                    continue
+            statuses[route] = response.status_code
+            return response
+
+    def new_roster() -> dict[str, object]:
+        # New players each try: a 503 may hide a backfill created after all.
+        return {"teams": [[f"n-{secrets.token_hex(4)}"], [f"n-{secrets.token_hex(4)}"]], "ttl_s": 60}
+
+    created = await call("POST", lambda: http.post(queue, json=new_roster()))
+    await call("GET", lambda: http.get(f"{queue}/{backfill_id}"))
+    await call("GET wait", lambda: http.get(f"{queue}/{backfill_id}", params={"wait": 0.2}))
+    await call("PUT", lambda: http.put(f"{queue}/{backfill_id}", json={"teams": full_roster(mode)}))
+    gone = created.json()["backfill_id"] if created.status_code == 201 else backfill_id
+    await call("DELETE", lambda: http.delete(f"{queue}/{gone}"))
+    if retried["DELETE"] and statuses["DELETE"] == 404:
+        statuses["DELETE"] = 204  # a delete answered 503 had run: the backfill is gone either way
+    return statuses, sum(retried.values())
+
+
 async def test_two_services_eight_matchmakers_six_modes_over_three_masters(
     cluster: Cluster, services: list[Service]
 ) -> None:
@@ -191,6 +242,13 @@ async def test_a_killed_master_costs_its_modes_503s_until_its_replica_takes_over
     replica = next(port for port in cluster.live_ports() if cluster.master_of(port) == victim)
     hit = {mode for mode, owner in modes.items() if owner == victim}
     load = Load()
+    backfills: dict[str, str] = {}
+    async with httpx.AsyncClient(headers=ADMIN, timeout=30) as http:
+        for mode in modes:
+            url = f"{bases[0]}/v1/queues/{mode}/backfills"
+            made = await http.post(url, json={"teams": full_roster(mode)})
+            assert made.status_code == 201 and made.json()["open_slots"] == [0, 0], made.text
+            backfills[mode] = made.json()["backfill_id"]
 
     async def kill_midway() -> float:
         await asyncio.sleep(SECONDS / 3)
@@ -218,6 +276,9 @@ async def test_a_killed_master_costs_its_modes_503s_until_its_replica_takes_over
                 while (await http.post(f"{base}/v1/queues/{mode}/matchmake", json={})).status_code != 200:
                     assert time.monotonic() < deadline, "the killed master's modes did not recover"
                     await asyncio.sleep(0.2)
+                # The backfill made before the kill is on the replica that took over.
+                read = await http.get(f"{base}/v1/queues/{mode}/backfills/{backfills[mode]}")
+                assert read.status_code == 200 and read.json()["teams"] == full_roster(mode), read.text
     await run_load(bases, list(modes), after, SECONDS)
     assert {status for _, _, status, _ in after.answers} <= {200, 201}
     for base in bases:
@@ -258,3 +319,51 @@ async def test_every_queue_operation_answers_on_the_cluster(
             assert (await http.get(f"{second}{queue}")).json()["tickets"] == 2
             assert (await http.delete(f"{second}{queue}/tickets/{b}")).status_code == 204
             assert (await http.get(f"{first}{queue}/tickets/{b}")).json()["status"] == "cancelled"
+
+
+async def test_while_a_master_is_down_its_modes_backfill_routes_answer_503_and_the_others_answer(
+    cluster: Cluster, services: list[Service]
+) -> None:
+    """A master with a live replica is killed while the replica holds back (the outage lasts as
+    long as the routes take to try, on a busy machine too), with no load running: each backfill
+    route of its modes answers 503 with Retry-After, through both processes, and the other
+    modes' answer as usual. Then the replica takes over and the backfills are read again."""
+    modes = spread_modes(cluster, per_master=1)
+    bases = [service.base for service in services]
+    victim = next(m for m in modes.values() if any(cluster.master_of(p) == m for p in cluster.live_ports()))
+    replica = next(port for port in cluster.live_ports() if cluster.master_of(port) == victim)
+    backfills: dict[str, str] = {}
+    async with httpx.AsyncClient(headers=ADMIN, timeout=30) as http:
+        for mode in modes:
+            assert (await http.put(f"{bases[0]}/v1/modes/{mode}", json={})).status_code in (200, 201)
+            url = f"{bases[0]}/v1/queues/{mode}/backfills"
+            made = await http.post(url, json={"teams": full_roster(mode)})
+            assert made.status_code == 201, made.text
+            backfills[mode] = made.json()["backfill_id"]
+        cluster.hold_failover(replica, True)
+        retried = 0
+        try:
+            cluster.kill(victim)
+            for mode, owner in modes.items():
+                for base in bases:
+                    # The client drops every node's connections when one fails (redis-py's cluster
+                    # client): the background sweeps meeting the dead node may cost another
+                    # mode's route a 503, tried again; the failed master's modes get one try.
+                    until = None if owner == victim else time.monotonic() + 30
+                    statuses, again = await try_backfill_routes(http, base, mode, backfills[mode], until)
+                    retried += again
+                    expected = dict.fromkeys(BACKFILL_ANSWERS, 503) if owner == victim else BACKFILL_ANSWERS
+                    assert statuses == expected, (mode, owner == victim, statuses)
+        finally:
+            cluster.hold_failover(replica, False)
+        cluster.wait_ready()
+        assert replica in cluster.masters()
+        deadline = time.monotonic() + 60
+        for mode in modes:
+            for base in bases:
+                url = f"{base}/v1/queues/{mode}/backfills/{backfills[mode]}"
+                while (read := await http.get(url)).status_code == 503:
+                    assert time.monotonic() < deadline, "the killed master's backfills did not come back"
+                    await asyncio.sleep(0.2)
+                assert read.status_code == 200 and read.json()["teams"] == full_roster(mode), read.text
+    print(f"\nbackfill routes with a master down: the other modes' tried again after a 503: {retried}")

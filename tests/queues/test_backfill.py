@@ -120,6 +120,35 @@ async def test_matchmaking_fills_a_backfill_first_and_the_fill_names_the_whole_r
     await backfill(client, mode, [["bf-a1"], ["bf-b1"]])
 
 
+async def test_max_matches_bounds_fills_and_new_matches_together_fills_first(
+    client: httpx.AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    client.headers.update(admin_headers)
+    mode = await make_mode(client, admin_headers, team_size=1, **OPEN)
+    older = (await backfill(client, mode, [["cap-a"], []]))["backfill_id"]
+    tickets = [await enqueue(client, mode, f"cap-{n}") for n in range(3)]
+    url = f"/v1/queues/{mode}/matchmake"
+    # One open slot and three tickets: a fill and a new match are there, the bound takes one.
+    (fill,) = (await client.post(url, json={"max_matches": 1})).json()["matches"]
+    assert (fill["kind"], fill["backfill_id"]) == ("backfill", older)
+    left = [ticket for ticket in tickets if ticket not in fill["ticket_ids"]]
+    for ticket in left:
+        status = (await client.get(f"/v1/queues/{mode}/tickets/{ticket}")).json()["status"]
+        assert status == "queued"
+    (match,) = (await client.post(url, json={"max_matches": 1})).json()["matches"]
+    assert (match["kind"], sorted(match["ticket_ids"])) == ("match", sorted(left))
+    # Two open backfills, tickets for both and for a match: a bound of two takes both fills,
+    # the older backfill's first, and leaves the match for the next call.
+    first = (await backfill(client, mode, [["cap-b"], []]))["backfill_id"]
+    second = (await backfill(client, mode, [[], ["cap-c"]]))["backfill_id"]
+    for n in range(3, 7):
+        await enqueue(client, mode, f"cap-{n}")
+    both = (await client.post(url, json={"max_matches": 2})).json()["matches"]
+    assert [(p["kind"], p["backfill_id"]) for p in both] == [("backfill", first), ("backfill", second)]
+    rest = (await client.post(url, json={"max_matches": 2})).json()["matches"]
+    assert [p["kind"] for p in rest] == ["match"]
+
+
 async def test_a_fill_chosen_from_an_older_version_claims_nothing(
     client: httpx.AsyncClient, admin_headers: dict[str, str], redis_url: str
 ) -> None:
