@@ -304,6 +304,11 @@ class Operations:
         widen) or `none` reset (admin); follow the job with get_job."""
         return Request({"mode": mode}, json={"name": name, "reset": reset, **factors})
 
+    @operation("POST", "/v1/jobs/{job_id}/retry", model(JobAccepted), repeatable=False)
+    def retry_job(self, job_id: str) -> Request[JobAccepted]:
+        """Queue a failed job again, as a new job (admin); follow it with get_job."""
+        return Request({"job_id": job_id})
+
     @operation("GET", "/v1/jobs/{job_id}", model(JobOut))
     def get_job(self, job_id: str) -> Request[JobOut]:
         """A job's status, progress and result or failure."""

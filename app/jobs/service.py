@@ -69,6 +69,22 @@ async def submit_season(session: AsyncSession, mode: str, body: SeasonIn) -> Job
     return JobAccepted(job_id=job_id)
 
 
+async def retry(session: AsyncSession, job_id: str, within: ModeScope = EVERY_MODE) -> JobAccepted:
+    """Queue a failed job again: a new job of its mode, kind and params. Each kind may run
+    again after a failure: a retier job re-tiers and re-scores what the failed one left (if
+    the settings changed since, it stops superseded, the newer job doing the work); a season
+    job whose switch committed finds its season started and finishes the archive. 409 for a
+    job that has not failed."""
+    row = await repository.get(session, job_id)
+    if row is None or not within.allows(row.mode):
+        raise NotFound(f"no job {job_id!r}")
+    if row.status != "failed":
+        raise Conflict(f"job {job_id!r} is {row.status}: only a failed job is retried")
+    retried = str(uuid.uuid4())
+    await repository.create(session, retried, row.mode, row.kind, dict(row.params))
+    return JobAccepted(job_id=retried)
+
+
 async def get(session: AsyncSession, job_id: str, within: ModeScope = EVERY_MODE) -> JobOut:
     """The job; a job of a mode outside `within` is not found, as one that never was."""
     row = await repository.get(session, job_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 
+import httpx
 import psycopg
 import pytest
 from fastapi import FastAPI
@@ -169,3 +170,64 @@ async def test_a_newer_job_finishes_the_rescore_of_the_one_it_supersedes(
     await jobs.run(sessions, older.retier_job, *claimed)
     superseded = await finished(api, older.retier_job)
     assert superseded.result["superseded"] is True and superseded.result["rescored"] == 0, superseded
+
+
+async def test_a_failed_job_is_retried_and_the_retry_finishes_its_walk(
+    app: FastAPI,
+    api: AsyncClient,
+    client: httpx.AsyncClient,
+    admin_headers: dict[str, str],
+    mode: str,
+    database_url: str,
+) -> None:
+    await api.put_mode(mode)
+    for body in random_matches(mode, random.Random(44), PLAYERS, 60):
+        await api.post_match(body)
+    fault = f"fail_{mode.replace('-', '_')}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("SET lock_timeout = '10s'")
+        # A fault at the held row's batch: the batches before it commit, the job fails there.
+        conn.execute(f"""
+            CREATE FUNCTION {fault}() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'injected fault'; END $$;
+            CREATE TRIGGER {fault} BEFORE UPDATE OF conservative ON ratings FOR EACH ROW
+            WHEN (OLD.mode = '{mode}' AND OLD.player_id = '{PLAYERS[HELD]}') EXECUTE FUNCTION {fault}();
+        """)
+    try:
+        changed = await api.put_mode(mode, conservative_k=1.5)
+        task = run_now(app, database_url, changed.retier_job)
+        failed = await finished(api, changed.retier_job)
+        if task is not None:
+            await task
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute("SET lock_timeout = '10s'")
+            conn.execute(f"DROP TRIGGER {fault} ON ratings; DROP FUNCTION {fault}()")
+    assert failed.status == "failed" and "injected fault" in failed.error, failed
+    assert rescore_after(database_url, mode) == PLAYERS[FIRST_HELD - 1]
+    assert (await api.get_leaderboard(mode)).rescoring
+
+    response = await client.post(f"/v1/jobs/{changed.retier_job}/retry", headers=admin_headers)
+    assert response.status_code == 202, response.text
+    retried = response.json()["job_id"]
+    assert retried != changed.retier_job
+    assert response.headers["location"] == f"/v1/jobs/{retried}"
+    task = run_now(app, database_url, retried)
+    job = await finished(api, retried)
+    if task is not None:
+        await task
+    assert (job.kind, job.params) == ("retier", failed.params)
+    assert job.status == "done" and job.result["rescored"] == len(PLAYERS) - FIRST_HELD, job
+    assert not (await api.get_leaderboard(mode)).rescoring
+    for player, (mu, sigma, conservative) in (await stored(api, mode)).items():
+        assert conservative == pytest.approx(mu - 1.5 * sigma, abs=1e-9), player
+    await assert_ranks_exact(api, mode)
+    # The failed job stays as it was; only a failed job is retried.
+    assert (await api.get_job(changed.retier_job)).status == "failed"
+    again = await api.retry_job(changed.retier_job)
+    assert again.job_id not in (retried, changed.retier_job)
+    done = await client.post(f"/v1/jobs/{retried}/retry", headers=admin_headers)
+    assert done.status_code == 409 and "only a failed job" in done.json()["detail"]
+    assert done.headers["content-type"].startswith("application/problem+json")
+    assert (await client.post("/v1/jobs/nope/retry", headers=admin_headers)).status_code == 404
+    assert (await client.post(f"/v1/jobs/{retried}/retry")).status_code == 401
