@@ -21,12 +21,12 @@ class Entry(BaseModel):
     tier: str | None = Field(None, description="null without tiers, or for a player with no tier yet")
 
 
-# A re-score (after a change of conservative_k or drift_per_day) rewrites the stored scores in
-# batches (app.leaderboards.rescore).
+# A re-score (after a change of conservative_k or drift_per_day, or the daily drift re-rank)
+# rewrites the stored scores in batches (app.leaderboards.rescore).
 RESCORING = (
     "true while the mode's stored scores are being rewritten after a change of conservative_k or "
-    "drift_per_day: ranks are exact for the values shown, but players not reached yet show their "
-    "score by the previous settings"
+    "drift_per_day, or by the daily drift re-rank: ranks are exact for the values shown, but players "
+    "not reached yet show their score by the previous settings (or drift instant)"
 )
 
 
