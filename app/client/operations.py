@@ -130,7 +130,8 @@ class Operations:
     def put_mode(self, /, name: str, **params: Any) -> Request[ModeChanged]:
         """Create a mode or change some of its parameters (admin); `replay_recommended` says
         when stored ratings now differ from what the parameters would give, and `retier_job`
-        names the job re-tiering the mode after a change of its tier settings."""
+        names the job re-tiering the mode after a change of its tier settings, and re-scoring
+        its leaderboard after a change of conservative_k or drift_per_day."""
         return Request({"mode": name}, json=params)
 
     # --- lobbies (matchmaking); pure computations, so repeatable ---
