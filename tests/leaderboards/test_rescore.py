@@ -226,6 +226,9 @@ async def test_a_failed_job_is_retried_and_the_retry_finishes_its_walk(
     assert (await api.get_job(changed.retier_job)).status == "failed"
     again = await api.retry_job(changed.retier_job)
     assert again.job_id not in (retried, changed.retier_job)
+    # Nothing left to do: it re-scores and re-tiers nobody.
+    nothing = await finished(api, again.job_id)
+    assert (nothing.result["rescored"], nothing.result["players"]) == (0, 0), nothing
     done = await client.post(f"/v1/jobs/{retried}/retry", headers=admin_headers)
     assert done.status_code == 409 and "only a failed job" in done.json()["detail"]
     assert done.headers["content-type"].startswith("application/problem+json")
