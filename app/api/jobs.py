@@ -38,6 +38,26 @@ async def submit_job(
     return accepted
 
 
+@router.post(
+    "/v1/jobs/{job_id}/retry",
+    operation_id="retry_job",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=JobAccepted,
+    responses={202: {"headers": LOCATION}},
+)
+async def retry_job(
+    job_id: Identifier, request: Request, response: Response, session: SessionDep, key: AdminKey
+) -> JobAccepted:
+    """Queue a failed job again, as a new job of the same mode, kind and params (a `retier`
+    job, which no request submits, is retried this way). 409 for a job that has not failed; 404
+    for an unknown job (or one of a mode the key may not use). The answer's Location is the new
+    job's URL."""
+    accepted = await service.retry(session, job_id, key.modes)
+    path = request.app.url_path_for("get_job", job_id=accepted.job_id)
+    response.headers["Location"] = request.scope.get("root_path", "") + str(path)
+    return accepted
+
+
 @router.get("/v1/jobs/{job_id}", operation_id="get_job", response_model=JobOut)
 async def get_job(job_id: Identifier, session: SessionDep, key: ReadKey) -> JobOut:
     """A job's status, progress (0..1), and result or failure reason (read scope: jobs are

@@ -42,14 +42,15 @@ async def put_mode(mode: Identifier, body: ModeUpdate, session: SessionDep, _: A
     """Create or change a mode. On creation, omitted fields take the TrueSkill defaults
     (beta = sigma/2, tau = sigma/100); on change, omitted fields keep their values.
     Changing rating parameters does not rewrite existing ratings: a replay job does, and the
-    answer says `replay_recommended` when the mode has matches. A new conservative_k or
-    min_matches_for_leaderboard applies to the leaderboard at once, and so does a new
-    drift_per_day (and it recommends a replay). New tiers, demotion_margin, display_scale or
-    display_offset (or k, or the placement matches) queue a job that re-tiers the mode in
-    batches, named by `retier_job`: every ranked player placed afresh where their rating lies.
+    answer says `replay_recommended` when the mode has matches. A new
+    min_matches_for_leaderboard applies to the leaderboard at once. A new conservative_k or
+    drift_per_day (which recommends a replay) re-scores the leaderboard in a job, in batches,
+    while reads say `rescoring`. New tiers, demotion_margin, display_scale or display_offset
+    (or k, or the placement matches) re-tier the mode in the same job, named by `retier_job`:
+    every ranked player placed afresh where their rating lies.
     422 when quality_floor would exceed quality_start, or for tiers out of order or with a
     repeated name."""
     change = await service.put_mode(session, mode, body)
     # In this request's transaction: the job is queued if and only if the change commits.
-    job = await jobs.queue_retier(session, mode, change.tier_version)
+    job = await jobs.queue_retier(session, mode, change)
     return ModeChanged.of(change.mode, replay_recommended=change.replay_recommended, retier_job=job)

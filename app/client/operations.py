@@ -130,7 +130,8 @@ class Operations:
     def put_mode(self, /, name: str, **params: Any) -> Request[ModeChanged]:
         """Create a mode or change some of its parameters (admin); `replay_recommended` says
         when stored ratings now differ from what the parameters would give, and `retier_job`
-        names the job re-tiering the mode after a change of its tier settings."""
+        names the job re-tiering the mode after a change of its tier settings, and re-scoring
+        its leaderboard after a change of conservative_k or drift_per_day."""
         return Request({"mode": name}, json=params)
 
     # --- lobbies (matchmaking); pure computations, so repeatable ---
@@ -303,6 +304,11 @@ class Operations:
         """Archive the current season and start `name` with a `hard`, `soft` (factors: pull,
         widen) or `none` reset (admin); follow the job with get_job."""
         return Request({"mode": mode}, json={"name": name, "reset": reset, **factors})
+
+    @operation("POST", "/v1/jobs/{job_id}/retry", model(JobAccepted), repeatable=False)
+    def retry_job(self, job_id: str) -> Request[JobAccepted]:
+        """Queue a failed job again, as a new job (admin); follow it with get_job."""
+        return Request({"job_id": job_id})
 
     @operation("GET", "/v1/jobs/{job_id}", model(JobOut))
     def get_job(self, job_id: str) -> Request[JobOut]:

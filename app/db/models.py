@@ -53,6 +53,10 @@ class Mode(Base):
     # Seed 001's gamma per day (migration 0015); the stored `conservative` is drifted to drift_as_of.
     drift_per_day: Mapped[float] = mapped_column(Double, server_default=text("0.0"))
     drift_as_of: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    # Where the rewrite of the stored `conservative` after a change of k or drift (or the daily
+    # re-rank) has reached: rows after this player id still hold the old value; NULL: none do
+    # (migration 0017, app.leaderboards.rescore).
+    rescore_after: Mapped[str | None] = mapped_column(ID)
     # [{"name", "min"}] ascending on the displayed rating, offset + scale · conservative.
     tiers: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
     demotion_margin: Mapped[float] = mapped_column(Double, server_default=text("0.0"))

@@ -22,6 +22,7 @@ from app.jobs import replay, repository, smooth
 from app.jobs.schemas import JobAccepted, JobIn, JobOut
 from app.leaderboards import retier
 from app.modes import service as modes
+from app.modes.service import ModeChange
 from app.progress import Progress
 from app.seasons import service as seasons
 from app.seasons.schemas import SeasonIn
@@ -41,13 +42,17 @@ async def submit(session: AsyncSession, mode: str, job: JobIn) -> JobAccepted:
     return JobAccepted(job_id=job_id)
 
 
-async def queue_retier(session: AsyncSession, mode: str, tier_version: int | None) -> str | None:
-    """Queue the job re-tiering the mode after a change of its tier settings moved them to
-    `tier_version` (app.leaderboards.retier); None, and no job, when they did not change."""
-    if tier_version is None:
+async def queue_retier(session: AsyncSession, mode: str, change: ModeChange) -> str | None:
+    """Queue the job that brings the mode's stored standings to a change of its settings
+    (app.leaderboards.retier): the scores rewritten when `change.rescore`, the tiers placed
+    again when its tier settings moved on; None, and no job, when neither changed."""
+    if change.tier_version is None and not change.rescore:
         return None
+    version = change.tier_version if change.tier_version is not None else change.mode.tier_version
     job_id = str(uuid.uuid4())
-    await repository.create(session, job_id, mode, retier.JOB_KIND, {"tier_version": tier_version})
+    await repository.create(
+        session, job_id, mode, retier.JOB_KIND, {"tier_version": version, "rescore": change.rescore}
+    )
     return job_id
 
 
@@ -62,6 +67,22 @@ async def submit_season(session: AsyncSession, mode: str, body: SeasonIn) -> Job
     job_id = str(uuid.uuid4())
     await repository.create(session, job_id, mode, seasons.JOB_KIND, body.model_dump())
     return JobAccepted(job_id=job_id)
+
+
+async def retry(session: AsyncSession, job_id: str, within: ModeScope = EVERY_MODE) -> JobAccepted:
+    """Queue a failed job again: a new job of its mode, kind and params. Each kind may run
+    again after a failure: a retier job re-tiers and re-scores what the failed one left (if
+    the settings changed since, it stops superseded, the newer job doing the work); a season
+    job whose switch committed finds its season started and finishes the archive. 409 for a
+    job that has not failed."""
+    row = await repository.get(session, job_id)
+    if row is None or not within.allows(row.mode):
+        raise NotFound(f"no job {job_id!r}")
+    if row.status != "failed":
+        raise Conflict(f"job {job_id!r} is {row.status}: only a failed job is retried")
+    retried = str(uuid.uuid4())
+    await repository.create(session, retried, row.mode, row.kind, dict(row.params))
+    return JobAccepted(job_id=retried)
 
 
 async def get(session: AsyncSession, job_id: str, within: ModeScope = EVERY_MODE) -> JobOut:

@@ -17,7 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.conservative import base_tier_sql, conservative_sql, current_tier_sql
 from app.db.locks import COMPACT_LOCK_CLASS
 
-_MIN_MATCHES = text("SELECT min_matches_for_leaderboard, tiers FROM modes WHERE name = :mode")
+_RULES = text(
+    "SELECT min_matches_for_leaderboard, tiers, rescore_after IS NOT NULL FROM modes WHERE name = :mode"
+)
 
 
 # Pages. A page of a mode with tiers reads each row's tier (its index into the mode's tiers,
@@ -63,7 +65,8 @@ _TIER_COUNTS = text("""
 # neighbours on each side, all from one snapshot.
 _STANDING = text(f"""
     WITH mo AS (
-        SELECT min_matches_for_leaderboard AS min_matches, leaderboard_bucket_width AS w, tiers
+        SELECT min_matches_for_leaderboard AS min_matches, leaderboard_bucket_width AS w, tiers,
+               rescore_after IS NOT NULL AS rescoring
         FROM modes WHERE name = :mode
     ), me AS (
         SELECT r.player_id, r.mu, r.sigma, r.conservative AS c, r.matches, {current_tier_sql()} AS tier,
@@ -86,10 +89,12 @@ _STANDING = text(f"""
         FROM me
     )
     SELECT 0 AS side, me.player_id, me.mu, me.sigma, me.c AS conservative, me.matches,
-           ahead.n AS ahead, ahead.total, mo.min_matches, mo.tiers -> me.tier ->> 'name' AS tier
+           ahead.n AS ahead, ahead.total, mo.min_matches, mo.tiers -> me.tier ->> 'name' AS tier,
+           mo.rescoring
     FROM me, ahead, mo
     UNION ALL
-    SELECT -1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0, mo.tiers -> n.tier ->> 'name'
+    SELECT -1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0, mo.tiers -> n.tier ->> 'name',
+           false
     FROM me, mo, LATERAL (
         SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {current_tier_sql()} AS tier
         FROM ratings r JOIN modes m ON m.name = r.mode
@@ -99,7 +104,8 @@ _STANDING = text(f"""
         LIMIT :around
     ) AS n
     UNION ALL
-    SELECT 1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0, mo.tiers -> n.tier ->> 'name'
+    SELECT 1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0, mo.tiers -> n.tier ->> 'name',
+           false
     FROM me, mo, LATERAL (
         SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {current_tier_sql()} AS tier
         FROM ratings r JOIN modes m ON m.name = r.mode
@@ -129,18 +135,29 @@ class StandingRows:
     min_matches: int
     above: list[Row]  # nearest first
     below: list[Row]  # nearest first
+    rescoring: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What a leaderboard read needs of its mode."""
+
+    min_matches: int
+    tiers: list[dict[str, Any]]  # [] for none
+    # A re-score is under way (app.leaderboards.rescore): some stored scores are the old settings'.
+    rescoring: bool
 
 
 async def min_matches(session: AsyncSession, mode: str) -> int | None:
     """The mode's min_matches_for_leaderboard, or None for an unknown mode."""
     found = await rules(session, mode)
-    return None if found is None else found[0]
+    return None if found is None else found.min_matches
 
 
-async def rules(session: AsyncSession, mode: str) -> tuple[int, list[dict[str, Any]]] | None:
-    """The mode's min_matches_for_leaderboard and tiers ([] for none), or None for an unknown mode."""
-    row = (await session.execute(_MIN_MATCHES, {"mode": mode})).first()
-    return None if row is None else (int(row[0]), list(row[1] or []))
+async def rules(session: AsyncSession, mode: str) -> Rules | None:
+    """The mode's leaderboard rules, or None for an unknown mode."""
+    row = (await session.execute(_RULES, {"mode": mode})).first()
+    return None if row is None else Rules(int(row[0]), list(row[1] or []), bool(row[2]))
 
 
 async def tier_counts(session: AsyncSession, mode: str) -> dict[int | None, int]:
@@ -215,16 +232,11 @@ async def standing(session: AsyncSession, mode: str, player_id: str, around: int
         below=[
             Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier) for r in rows if r.side == 1
         ],
+        rescoring=bool(me.rescoring),
     )
 
 
 _BULK = text("SELECT set_config('app.leaderboard_bulk', :on, true)")
-_RESCORED = conservative_sql("r.mu", "r.sigma", last="r.last_played_at")
-_RESCORE = text(f"""
-    UPDATE ratings r SET conservative = {_RESCORED}
-    FROM modes m WHERE m.name = :mode AND r.mode = :mode
-      AND r.conservative IS DISTINCT FROM {_RESCORED}
-""")
 _RECOUNT = text("""
     WITH gone AS (DELETE FROM leaderboard_deltas WHERE mode = :mode)
     INSERT INTO leaderboard_deltas (mode, bucket, delta)
@@ -319,16 +331,13 @@ async def bulk(session: AsyncSession, on: bool) -> None:
     await session.execute(_BULK, {"on": "on" if on else "off"})
 
 
-async def recount(session: AsyncSession, mode: str, rescore: bool = False, retier: bool = False) -> None:
-    """Rebuild the mode's counts (leaderboard and tiers) from its ratings, `conservative` from
-    its k and drift when asked (`rescore`), and the tiers of rows behind the mode's tier
-    settings from scratch when asked (`retier`: one statement; app.leaderboards.retier does it
-    in batches without the exclusive lock).
+async def recount(session: AsyncSession, mode: str, retier: bool = False) -> None:
+    """Rebuild the mode's counts (leaderboard and tiers) from its ratings, and the tiers of rows
+    behind the mode's tier settings from scratch when asked (`retier`: one statement;
+    app.leaderboards.retier does it in batches without the exclusive lock).
 
     The caller holds app.db.locks.lock_mode, so no writer counts concurrently."""
     await bulk(session, True)
-    if rescore:
-        await session.execute(_RESCORE, {"mode": mode})
     if retier:
         await session.execute(_RETIER_BEHIND, {"mode": mode})
     await session.execute(_RECOUNT, {"mode": mode})

@@ -21,16 +21,31 @@ class Entry(BaseModel):
     tier: str | None = Field(None, description="null without tiers, or for a player with no tier yet")
 
 
+# A re-score (after a change of conservative_k or drift_per_day, or the daily drift re-rank)
+# rewrites the stored scores in batches (app.leaderboards.rescore).
+RESCORING = (
+    "true while the mode's stored scores are being rewritten after a change of conservative_k or "
+    "drift_per_day, or by the daily drift re-rank: ranks are exact for the values shown, but players "
+    "not reached yet show their score by the previous settings (or drift instant)"
+)
+
+
 class LeaderboardPage(BaseModel):
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     entries: list[Entry]
     next_cursor: str | None
+    rescoring: bool = Field(False, description=RESCORING)
 
 
 class Standing(BaseModel):
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     rank: int
     total: int = Field(description="players on the leaderboard")
     percentile: float = Field(description="share of the leaderboard ranked below this player, in percent")
     entries: list[Entry] = Field(description="the player and up to `around` neighbours each side, best first")
+    rescoring: bool = Field(False, description=RESCORING)
 
 
 class TierCount(BaseModel):

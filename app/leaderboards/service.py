@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import pagination
@@ -41,7 +39,7 @@ async def _min_matches(session: AsyncSession, mode: str) -> int:
     return least
 
 
-async def _rules(session: AsyncSession, mode: str) -> tuple[int, list[dict[str, Any]]]:
+async def _rules(session: AsyncSession, mode: str) -> repository.Rules:
     found = await repository.rules(session, mode)
     if found is None:
         raise UnknownMode(mode)
@@ -52,7 +50,8 @@ async def leaderboard(
     session: AsyncSession, mode: str, limit: int, cursor: str | None, tier: str | None = None
 ) -> LeaderboardPage:
     """A page of the leaderboard; with `tier`, of that tier's players, ranked within it."""
-    min_matches, tiers = await _rules(session, mode)
+    rules = await _rules(session, mode)
+    min_matches, tiers = rules.min_matches, rules.tiers
     index = None
     if tier is not None:
         names = [t["name"] for t in tiers]
@@ -71,12 +70,16 @@ async def leaderboard(
     page = rows[:limit]
     entries = [entry(first + i, row) for i, row in enumerate(page)]
     more = len(rows) > limit
-    return LeaderboardPage(entries=entries, next_cursor=_encode(page[-1], entries[-1].rank) if more else None)
+    return LeaderboardPage(
+        entries=entries,
+        next_cursor=_encode(page[-1], entries[-1].rank) if more else None,
+        rescoring=rules.rescoring,
+    )
 
 
 async def tier_counts(session: AsyncSession, mode: str) -> TierCounts:
     """How many ranked players each of the mode's tiers holds, from the counts the writes keep."""
-    _, tiers = await _rules(session, mode)
+    tiers = (await _rules(session, mode)).tiers
     counts = await repository.tier_counts(session, mode)
     return TierCounts(
         tiers=[
@@ -114,4 +117,5 @@ async def standing(session: AsyncSession, mode: str, player_id: str, around: int
         total=found.total,
         percentile=100.0 * (found.total - rank) / found.total,
         entries=entries,
+        rescoring=found.rescoring,
     )

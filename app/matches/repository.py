@@ -100,6 +100,10 @@ _CLAIM = f"""
 # One fixed lock order (mode, player id) for every transaction: no deadlocks (docs/design.md). A
 # statement of its own, after the claim: in one statement the order of the two would not be
 # fixed. Rows of matches that turn out to be retries are locked for nothing until commit.
+# The order is SQL's, in the database's default collation (not the code point order `pairs`
+# is sorted in, which only builds the arrays): every other writer of ratings rows locks in it
+# too (the re-tier and re-score batches, the season catch-up since migration 0018), since two
+# collations order some ids differently and two orders can deadlock.
 #
 # A row whose tier is behind the mode's tier settings (changed, its re-tier job not there yet:
 # app.leaderboards.retier) reads as the tier the job would give it, so the match steps from

@@ -296,7 +296,8 @@ class ModeChanged(ModeOut):
         "altered what places the tiers (tiers, demotion_margin, display_scale, display_offset, "
         "conservative_k, placement_matches); null otherwise. Until it is done, a player it has not "
         "reached is placed by the new settings at their next match, and GET /v1/modes/{mode}/tiers "
-        "counts them under `retiering`",
+        "counts them under `retiering`. A change of conservative_k or drift_per_day makes the same job "
+        "re-score the leaderboard first, in batches; leaderboard reads say `rescoring` until it is done",
     )
 
 

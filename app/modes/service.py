@@ -85,13 +85,15 @@ RATING_PARAMETERS = (
 
 @dataclass(frozen=True, slots=True)
 class ModeChange:
-    """A mode as written, whether its stored ratings now call for a replay job, and the version
-    of its tier settings when this change moved it on (None: they did not change), for a job
-    to re-tier its players (app.jobs.service.queue_retier)."""
+    """A mode as written, whether its stored ratings now call for a replay job, the version of
+    its tier settings when this change moved it on (None: they did not change), and whether
+    its stored scores are to be rewritten (`rescore`): the work of the job that re-tiers and
+    re-scores its players (app.jobs.service.queue_retier)."""
 
     mode: Mode
     replay_recommended: bool
     tier_version: int | None = None
+    rescore: bool = False
 
 
 def environment(
@@ -365,24 +367,29 @@ async def put_mode(session: AsyncSession, name: str, update: ModeUpdate) -> Mode
     if redrift or (current is None and values.get("drift_per_day")):
         # The leaderboards are drifted to this instant from now on (app.leaderboards.drift).
         values["drift_as_of"] = func.now()
+    # The stored `conservative` of every rating is now behind: the re-tier job re-scores the
+    # rows in batches (app.leaderboards.rescore); reads say `rescoring` until it is done.
     rescore = changes("conservative_k") or redrift
+    if rescore:
+        values["rescore_after"] = ""
     retier = any(changes(key) for key in TIER_SETTINGS)
-    # The leaderboard's order or membership changed: rewritten and recounted here. A change of
-    # the tiers alone rewrites no row here: the re-tier job does, in batches.
-    recount = rescore or changes("min_matches_for_leaderboard")
+    # The leaderboard's membership changed: recounted here, one statement over the mode's rows
+    # (it runs past the request statement timeout on a big mode, so that is lifted).
+    recount = changes("min_matches_for_leaderboard")
     if recount:
-        # Waits for the mode's in-flight rating writes; new ones wait for this commit. The
-        # rewrite is one statement over the mode's rows: on a big mode it runs past the request
-        # statement timeout, so that is lifted for this transaction (docs/api.md says what it costs).
         await unbounded(session)
+    if rescore or recount:
+        # Waits for the mode's in-flight rating writes, which may have read the old settings
+        # (a post, a re-score batch, a season's reset chunk); new ones wait for this commit,
+        # which rewrites no rating for a re-score.
         await lock_mode(session, name)
     mode = await repository.upsert(session, name, values)
     # Every stored tier is now behind the mode's settings until the re-tier job (or a match)
     # places it again; the counts show only the players placed by the current ones.
     version = await repository.next_tier_version(session, name) if retier else None
     if recount:
-        await leaderboards.recount(session, name, rescore=rescore)
+        await leaderboards.recount(session, name)
     _cache.pop(name, None)
     # Stored ratings were computed with the old parameters; only a replay recomputes them.
     changed = before is not None and before != _rating_parameters(mode)
-    return ModeChange(mode, changed and await repository.has_matches(session, name), version)
+    return ModeChange(mode, changed and await repository.has_matches(session, name), version, rescore)

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app import metrics, pagination
 from app.db.bulk import unbounded
 from app.db.commit_hooks import after_commit
-from app.db.locks import lock_mode
+from app.db.locks import SHARED_LOCK_SQL, lock_mode
 from app.db.models import Mode, Season
 from app.errors import Conflict, NotFound, ServiceUnavailable, UnknownMode
 from app.leaderboards import service as leaderboards
@@ -47,6 +47,10 @@ RANK_S = 10e-6
 JOB_KIND = "season"
 
 ASYNC_COMMIT = text("SET LOCAL synchronous_commit = off")
+# A chunk's reset writes `conservative` by the mode's k as it reads it: it holds the mode's
+# lock shared, as a post does, so a change of k (which takes it exclusively) waits for the
+# chunk, and the re-score that follows the change never misses a value the chunk wrote.
+_SHARED_LOCK = text(f"SELECT {SHARED_LOCK_SQL}")
 
 
 def _first(mode: Mode) -> SeasonOut:
@@ -186,6 +190,8 @@ async def complete(
                 # A chunk lost in a crash is redone by the job's next attempt (its rows are still
                 # behind), so it need not wait for its commit to reach the disk.
                 await session.execute(ASYNC_COMMIT)
+                await unbounded(session)
+                await session.execute(_SHARED_LOCK, {"mode": mode})
                 reset += await repository.catch_up_range(session, mode, first, last)
             archiving.update(done / len(chunks))
     await progress.reached()

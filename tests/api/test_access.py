@@ -56,6 +56,7 @@ NEEDS = {
     "submit_job": "admin",
     "start_season": "admin",
     "get_job": "read",
+    "retry_job": "admin",
 }
 OPEN = {"healthz", "readyz", "metrics"}
 SCOPES = ("read", "results:write", "matchmaking", "admin")

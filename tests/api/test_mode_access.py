@@ -93,7 +93,7 @@ MODE_BOUND: dict[str, Callable[[str], Request]] = {
     "ui.player": lambda m: ("GET", f"/ui/players/pa?mode={m}", None),
 }
 # What these reach is found by an id, and its mode then: another game's is not found (404).
-FOUND_BY_ID = {"get_match", "void_match", "get_job"}
+FOUND_BY_ID = {"get_match", "void_match", "get_job", "retry_job"}
 # Lists and profiles: another game's entries are left out.
 FILTERED = {"list_modes", "get_player", "ui.modes"}
 # Spans every mode: refused (403) to a limited key.
@@ -238,6 +238,9 @@ async def test_what_is_found_by_id_in_another_game_is_not_found(
     assert stored.json()["void"] is False
     assert (await client.get(f"/v1/matches/{games['own']}-seed", headers=key)).status_code == 200
     assert (await client.get(f"/v1/jobs/{own_job['job_id']}", headers=key)).status_code == 200
+    # A retry finds the job as a read does: another game's is not found; its own done job is a 409.
+    assert (await client.post(f"/v1/jobs/{foreign_job['job_id']}/retry", headers=key)).status_code == 404
+    assert (await client.post(f"/v1/jobs/{own_job['job_id']}/retry", headers=key)).status_code == 409
     assert (await client.post(f"/v1/matches/{games['own']}-seed/void", headers=key)).json()["void"] is True
 
 

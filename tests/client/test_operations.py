@@ -7,10 +7,12 @@ import asyncio
 import inspect
 import json
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from fastapi import FastAPI
 
@@ -52,8 +54,25 @@ async def ready(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-async def scenario(api: Client | AsyncClient) -> None:
-    """Every operation once, each checked on what it answered."""
+def failed_job(database_url: str) -> Callable[[str], str]:
+    """Makes a failed replay job of a mode, as a job the runner marked failed (no request can
+    make one fail on purpose): its id."""
+
+    def make(mode: str) -> str:
+        job_id = f"{mode}-failed"
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO jobs (id, mode, kind, params, status, error, finished_at)"
+                " VALUES (%s, %s, 'replay', '{}', 'failed', 'injected', now())",
+                (job_id, mode),
+            )
+        return job_id
+
+    return make
+
+
+async def scenario(api: Client | AsyncClient, fail: Callable[[str], str]) -> None:
+    """Every operation once, each checked on what it answered; `fail` makes a failed job."""
     mode = f"cl-{secrets.token_hex(4)}"
     p1, p2, p3, p4 = (f"{mode}-p{i}" for i in range(1, 5))
     assert (await ready(api.healthz())).status == "ok"
@@ -163,6 +182,8 @@ async def scenario(api: Client | AsyncClient) -> None:
     assert (await ready(api.get_job(accepted.job_id))).mode == mode
     switch = await ready(api.start_season(mode, f"{mode}-s1", "soft", pull=0.5))
     assert (await ready(api.get_job(switch.job_id))).kind == "season"
+    retried = await ready(api.retry_job(fail(mode)))
+    assert (await ready(api.get_job(retried.job_id))).kind == "replay"
     assert (await ready(api.void_match(f"{mode}-m1"))).void is True
 
     assert await ready(api.delete_player(p2)) is None
@@ -190,19 +211,19 @@ def assert_every_route_answered(sent: list[tuple[str, str, int | str]]) -> None:
     assert set(routes) - answered == set(), "operations the scenario did not send"
 
 
-async def test_async_client_round_trips_every_operation(app: FastAPI) -> None:
+async def test_async_client_round_trips_every_operation(app: FastAPI, database_url: str) -> None:
     transport = RecordingASGITransport(app=app)
     async with AsyncClient("http://test", ADMIN_KEY, transport=transport) as api:
-        await scenario(api)
+        await scenario(api, failed_job(database_url))
     assert_every_route_answered(transport.sent)
 
 
-async def test_sync_client_round_trips_every_operation(live_server: str) -> None:
+async def test_sync_client_round_trips_every_operation(live_server: str, database_url: str) -> None:
     transport = RecordingTransport()
 
     def run() -> None:
         with Client(live_server, ADMIN_KEY, transport=transport) as api:
-            asyncio.run(scenario(api))
+            asyncio.run(scenario(api, failed_job(database_url)))
 
     # In a thread: the sync client's calls block, and this process's event loop must go on
     # meanwhile. The in-process app's job runner shares the database, and may hold a job's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import httpx
@@ -135,7 +136,14 @@ async def test_minimum_matches_and_a_new_k_recount_the_board(
     assert response.status_code == 404
     assert "matches of the 4 it needs" in response.json()["detail"]
 
-    await api.put_mode(mode, conservative_k=0.5, min_matches_for_leaderboard=0)
+    changed = await api.put_mode(mode, conservative_k=0.5, min_matches_for_leaderboard=0)
+    # The new minimum is counted in the PUT; the new k is scored by its job (test_rescore).
+    assert changed.retier_job is not None
+    for _ in range(600):
+        if (job := await api.get_job(changed.retier_job)).status in ("done", "failed"):
+            break
+        await asyncio.sleep(0.05)
+    assert job.status == "done", job
     order = await expected(api, mode, players, k=0.5)
     assert len(order) == len(players)
     await check_all(client, admin_headers, mode, order)

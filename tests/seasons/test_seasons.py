@@ -543,3 +543,55 @@ async def test_a_switch_keeps_the_final_tiers_and_retiers_from_the_reset(
         assert after[player].tier == expected, player
     counts = {t.name: t.players for t in (await api.get_tier_counts(mode)).tiers}
     assert counts == {n: sum(1 for p in players if after[p].tier == n) for n in reference.names}
+
+
+async def test_the_catch_up_locks_its_rows_in_the_order_posts_lock_them(
+    app: FastAPI, api: AsyncClient, mode: str, database_url: str
+) -> None:
+    """The catch-up takes its rows' locks in the posts' order (mode, player id in the default
+    collation), so the two never wait for each other crosswise: held the row that comes first
+    in that order, the catch-up waits there holding no other. Ids whose code point order
+    differs from a linguistic collation's ('B' before 'a', 'a-b' before 'ab') make the check
+    bite on a database with one."""
+    players = [f"{mode}-{x}" for x in ("B", "a", "a-b", "ab")]
+    await play(api, mode, random.Random(12), players, 8)
+    await seasons.switch(app.state.resources.sessions, mode, SeasonIn(name="s1", reset="hard"))
+    with psycopg.connect(database_url) as holder, psycopg.connect(database_url, autocommit=True) as probe:
+        first = holder.execute(
+            "SELECT player_id FROM ratings WHERE mode = %s ORDER BY mode, player_id LIMIT 1 FOR UPDATE",
+            (mode,),
+        ).fetchone()
+        assert first is not None
+        catching_up = asyncio.create_task(asyncio.to_thread(_catch_up, database_url, mode))
+        # The catch-up is waiting for the held row.
+        for _ in range(200):
+            waiting = probe.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                ("%season_catch_up%",),
+            ).fetchone()
+            if waiting and waiting[0]:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the catch-up never waited for the held row")
+        for player in players:
+            if player == first[0]:
+                continue
+            # Locked by nobody: the catch-up took no lock before the first row's.
+            probe.execute(
+                "SELECT 1 FROM ratings WHERE mode = %s AND player_id = %s FOR UPDATE NOWAIT", (mode, player)
+            )
+        holder.rollback()
+        # On a database whose default collation is code point order ("C") the two orders are
+        # one, and the wait above cannot tell them apart: the function says which it uses.
+        definition = probe.execute("SELECT pg_get_functiondef('season_catch_up'::regproc)").fetchone()
+        assert definition is not None and "ORDER BY player_id FOR UPDATE" in definition[0]
+        assert 'COLLATE "C"' not in definition[0]
+    assert await catching_up == len(players)
+
+
+def _catch_up(database_url: str, mode: str) -> int:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute("SELECT season_catch_up(%s)", (mode,)).fetchone()
+    assert row is not None
+    return int(row[0])
