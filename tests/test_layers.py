@@ -63,7 +63,12 @@ CORE_THIRD_PARTY = {"numpy"}
 COMPILED = {"app.rating.history.kernel": {"numba"}}
 # The simulator's modules that reach outside the pure core: the scenario file's reader (the
 # service's mode schema), the live clock (the HTTP client) and the command.
-SIMULATION_EDGES = {"app.simulation.reading", "app.simulation.live", "app.simulation.commands"}
+SIMULATION_EDGES = {
+    "app.simulation.reading",
+    "app.simulation.live",
+    "app.simulation.live_leaving",
+    "app.simulation.commands",
+}
 # What the rest of the simulator may use of app/: the core, itself, and the ops page's pure
 # plot geometry (the charts share its size and tick steps).
 SIMULATION_PURE = {"rating", "matchmaking", "simulation"}

@@ -45,6 +45,7 @@ from app.simulation.loop import LoopState
 from app.simulation.population import Population, Streams
 from app.simulation.record import DECLINED, EXPIRED, LEFT_AT_END, MATCHED, Run
 from app.simulation.scenario import ModeSettings, Scenario
+from app.simulation.sessions import Session
 from app.simulation.truth import FIRST_WINS, SECOND_WINS, ranks, two_team_outcomes
 from app.simulation.virtual_leaving import ARRIVE, END, GAME_END, LEAVE, READY, VirtualLeaving
 from app.simulation.waiting import Waiting
@@ -66,14 +67,6 @@ def quality_matches(pool: Pool, mode: ModeSettings, max_matches: int) -> list[Ma
         max_matches,
         mode.latency_rule(),
     )
-
-
-@dataclass(slots=True)
-class Session:
-    players: IntArray
-    remaining: int
-    latency: FloatArray | None  # per region, the worst of its players'
-    home: int
 
 
 @dataclass(slots=True)

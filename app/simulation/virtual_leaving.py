@@ -25,11 +25,9 @@ from app.simulation.loop import LoopState
 from app.simulation.population import Population
 from app.simulation.record import MATCHED
 from app.simulation.scenario import ModeSettings, Scenario
+from app.simulation.sessions import Session
 from app.simulation.truth import DRAW, FIRST_WINS, SECOND_WINS, partial_places
 from app.simulation.waiting import Waiting
-
-if TYPE_CHECKING:
-    from app.simulation.virtual import Session
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
