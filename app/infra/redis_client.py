@@ -21,6 +21,8 @@ from redis import Redis as SyncRedis
 from redis import RedisCluster as SyncRedisCluster
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode as SyncClusterNode
 from redis.exceptions import RedisClusterException, RedisError
 
@@ -71,6 +73,13 @@ def _options(timeout: float, cluster: ClusterUrl | None) -> dict[str, Any]:
             # With cluster-require-full-coverage no (docs/operations.md), the slots of a master that is down
             # fail alone: the client must not refuse the whole cluster for them.
             require_full_coverage=False,
+            # No retry inside the client: redis-py 8.1's cluster pipeline, before each retry,
+            # closes the connections to every node, those of commands in flight to healthy
+            # masters included, so while a master stayed down every script and sweep that met
+            # it cost the other masters' modes 503s and stalls. A command that fails is
+            # answered 503 with Retry-After (its mode only); the client re-reads the slot map
+            # before its next command, and the caller's retry reaches the new master.
+            retry=Retry(NoBackoff(), 0),
         )
     return options
 

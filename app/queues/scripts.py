@@ -57,16 +57,17 @@ async def run(
     write stands unconfirmed rather than refused, as refusing would not undo it.
     """
     script = redis.register_script(source)
-    if not isinstance(redis, RedisCluster) or not writes:
+    if not isinstance(redis, RedisCluster):
         return await script(keys, args)
     node = redis.get_node_from_key(keys[0])
     for _ in range(2):
         async with redis.pipeline(transaction=False) as pipe:
             # (redis-py's cluster pipeline blocks its evalsha() method, not the command)
             pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-            pipe.execute_command("WAIT", 1, REPLICA_WAIT_MS, target_nodes=node)
+            if writes:
+                pipe.execute_command("WAIT", 1, REPLICA_WAIT_MS, target_nodes=node)
             try:
-                result, _acks = await pipe.execute(raise_on_error=False)
+                result = (await pipe.execute(raise_on_error=False))[0]
             except (AttributeError, RuntimeError) as exc:
                 # The cluster client closed this connection under the call (a node it dropped):
                 # an outage like any other, answered 503 by the Redis handler.
@@ -75,7 +76,9 @@ async def run(
                 raise RedisConnectionError("the connection was closed under the command") from exc
         if not isinstance(result, NoScriptError):
             break
-        await redis.script_load(source)  # every master's cache; then the call again
+        # Loaded on the keys' node only (the Script object's reload would send SCRIPT LOAD to
+        # every master, and fail while one of them is down, whatever the keys' node).
+        await redis.execute_command("SCRIPT", "LOAD", source, target_nodes=node)
     if isinstance(result, Exception):
         raise result
     return result

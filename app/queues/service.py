@@ -8,6 +8,7 @@ import dataclasses
 import datetime as dt
 import logging
 import time
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -15,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import metrics
 from app.errors import Conflict, NotFound, ValidationFailed
-from app.infra.redis_client import RedisClient
+from app.infra.redis_client import UNAVAILABLE, RedisClient
 from app.matchmaking import waits
 from app.matchmaking.proposals import MatchShape, canonical_attributes, form_matches
 from app.modes import service as modes
@@ -417,14 +418,25 @@ async def sweep_deadlines(session: AsyncSession, redis: RedisClient, every_mode:
     names = [mode.name for mode in listed]
     if not names:
         return 0
-    async with redis.pipeline(transaction=False) as pipe:
-        for name in names:
-            pipe.zrangebyscore(QueueStore(redis, name).keys.deadlines, "-inf", now, start=0, num=1)
-        # On a cluster with a master down, its modes wait; the others are swept.
-        due = await pipe.execute(raise_on_error=False)
+    due: list[Any]
+    try:
+        async with redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.zrangebyscore(QueueStore(redis, name).keys.deadlines, "-inf", now, start=0, num=1)
+            due = await pipe.execute(raise_on_error=False)
+    except UNAVAILABLE:
+        # A cluster pipeline fails whole when one of its nodes is out of reach: then each mode
+        # is read alone, so that a master that is down holds back its own modes only.
+        due = await asyncio.gather(
+            *(
+                redis.zrangebyscore(QueueStore(redis, name).keys.deadlines, "-inf", now, start=0, num=1)
+                for name in names
+            ),
+            return_exceptions=True,
+        )
     failed = 0
     for mode, overdue in zip(listed, due, strict=True):
-        if overdue and not isinstance(overdue, Exception):
+        if overdue and not isinstance(overdue, BaseException):
             failed += await QueueStore(redis, mode.name).sweep_deadlines(now, modes.rules_of(mode).ticket_ttl)
     return failed
 

@@ -169,10 +169,9 @@ class QueueStatistics:
 
     async def read(self, now: float) -> tuple[Waiting | None, list[Window]]:
         """The latest waiting counts and the windows' statistics, in one round trip: a script
-        that reads a string and at most 61 small hashes, whatever the pool holds. (Called
-        directly, not through `run`: a read waits for no replica.)"""
+        that reads a string and at most 61 small hashes, whatever the pool holds."""
         keys = [self.prefix + "waiting", *self._quarters("stats", now)]
-        text, merged = await self.redis.register_script(READ)(keys, QUARTERS)
+        text, merged = await run(self.redis, READ, keys, QUARTERS, writes=False)
         return (_waiting(text) if text else None), _windows(merged)
 
     async def refresh_estimates(self, now: float, beta: float) -> None:
