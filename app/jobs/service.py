@@ -50,9 +50,10 @@ async def queue_retier(session: AsyncSession, mode: str, change: ModeChange) -> 
         return None
     version = change.tier_version if change.tier_version is not None else change.mode.tier_version
     job_id = str(uuid.uuid4())
-    await repository.create(
-        session, job_id, mode, retier.JOB_KIND, {"tier_version": version, "rescore": change.rescore}
-    )
+    # The batch is the job's own, fixed when it is queued: whichever instance runs the job, or
+    # a retry of it, walks the same batches.
+    params = {"tier_version": version, "rescore": change.rescore, "batch": retier.BATCH}
+    await repository.create(session, job_id, mode, retier.JOB_KIND, params)
     return job_id
 
 

@@ -74,9 +74,11 @@ async def run_retier(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Re-score the mode's leaderboard when `params["rescore"]`, then re-tier its players behind
-    tier version `params["tier_version"]`, moving `progress` batch by batch."""
+    tier version `params["tier_version"]`, `params["batch"]` players a transaction (BATCH for
+    a job queued before the parameter), moving `progress` batch by batch."""
     progress = progress or Progress()
     version = int(params["tier_version"])
+    batch = int(params.get("batch", BATCH))
     started = time.perf_counter()
     with progress.part(RESCORED if params.get("rescore") else LEFT_RESCORED, "re-scoring") as scoring:
         async with sessions() as session, session.begin():
@@ -85,19 +87,19 @@ async def run_retier(
         rescored = await rescore.walk(
             sessions,
             mode,
-            rescore.BATCH,
+            batch,
             moved=lambda visited: scoring.update(min(1.0, visited / max(behind, 1))),
             stop=lambda: _superseded(sessions, mode, version),
         )
     if await _superseded(sessions, mode, version):
         return _result(version, rescored, 0, 0, started, superseded=True)
     with progress.part(1.0) as retiering:
-        retiered, batches, superseded = await _retier(sessions, mode, version, retiering)
+        retiered, batches, superseded = await _retier(sessions, mode, version, batch, retiering)
     return _result(version, rescored, retiered, batches, started, superseded)
 
 
 async def _retier(
-    sessions: async_sessionmaker[AsyncSession], mode: str, version: int, progress: Progress
+    sessions: async_sessionmaker[AsyncSession], mode: str, version: int, batch: int, progress: Progress
 ) -> tuple[int, int, bool]:
     """Re-tier the rows behind `version` in batches: the players re-tiered, the batches, and
     whether a newer change superseded the job."""
@@ -109,7 +111,7 @@ async def _retier(
                     await unbounded(session)
                     await _current(session, mode, version)
                     with passing.part(0.05, "listing"):
-                        ranges = await repository.behind_ranges(session, mode, BATCH)
+                        ranges = await repository.behind_ranges(session, mode, batch)
                 if not ranges:
                     break
                 with passing.part(1.0, "re-tiering") as going:
