@@ -423,36 +423,14 @@ class Write:
     matches: MatchColumns
 
 
-# Up to this many participants, a group's write goes as literals in one simple-protocol
-# message; past it, its numbers go in binary (docs/benchmarks.md, issue 36).
-LITERAL_MAX = 256
-
-
 async def write(conn: AsyncConnection[Any], rows: Write) -> None:
-    """Write a rated group and commit, in one round trip: one statement, then the COMMIT, which
-    does not run when the statement fails.
-
-    A small group (a single post, or what group commit gathered) goes as one simple-protocol
-    message with its columns as array literals, like the claim: the extended protocol's
-    pipeline costs a post more of the driver's CPU than the text does. A large one (a batch)
-    goes with its numbers in binary (app.db.bulk.column_param), no text or Python object per
-    value on either side."""
-    columns = (("r_", rows.ratings), ("p_", rows.participants), ("m_", rows.matches))
-    if len(rows.participants.player_id) <= LITERAL_MAX:
-        literal = _literals(conn)
-        texts = {"m_responses": literal(rows.matches.responses)}
-        for prefix, kind in columns:
-            for name in _COLUMNS[type(kind)]:
-                values = getattr(kind, name)
-                listed = values.tolist() if isinstance(values, np.ndarray) else values
-                texts[prefix + name] = literal(_array(listed))
-        async with _raced():
-            await _one_message(conn, [_APPLY % texts, "COMMIT"])
-        return
+    """Write a rated group and commit, in one round trip: one statement, no object per row on
+    either side (numbers cross in binary, app.db.bulk.column_param), then the COMMIT, which
+    does not run when the statement fails."""
     params: dict[str, str | ColumnParam] = {"m_responses": rows.matches.responses}
-    for prefix, kind in columns:
-        for name in _COLUMNS[type(kind)]:
-            values = getattr(kind, name)
+    for prefix, columns in (("r_", rows.ratings), ("p_", rows.participants), ("m_", rows.matches)):
+        for name in _COLUMNS[type(columns)]:
+            values = getattr(columns, name)
             params[prefix + name] = column_param(values) if isinstance(values, np.ndarray) else _array(values)
     async with _raced(), conn.pipeline():
         await conn.execute(_APPLY, params)

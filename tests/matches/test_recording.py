@@ -104,9 +104,7 @@ async def test_a_group_rates_in_the_listed_order_as_the_core_one_at_a_time(
     interleaved (one with a tie model the NumPy batch path does not cover), with partial play:
     equal to the core rating them one at a time, to the bit for a few matches (rated one at a
     time) and within 1e-12 for many (level by level). One transaction, applied_seq in the
-    listed order; each response's `conservative` is the mode's mu - k·sigma. The stored ratings
-    equal the answers to the bit, written as literals (a few matches) or in binary (many:
-    repository.LITERAL_MAX)."""
+    listed order; each response's `conservative` is the mode's mu - k·sigma."""
     other = f"{mode}-tie-layer"
     await api.put_mode(other, tie_model="tie-layer", conservative_k=2.0)
     envs = {mode: TrueSkill(), other: TrueSkill(tie_model="tie-layer")}
