@@ -8,6 +8,9 @@ pytest-timeout; here it fails after LOCK_WAIT with the sessions that held the lo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import psycopg
 
 LOCK_WAIT = "30s"
@@ -38,3 +41,25 @@ def _holders(database_url: str, waiter: psycopg.Connection) -> str:
             (waiter.info.backend_pid,),
         ).fetchall()
     return "; ".join(f"pid {r[0]} app {r[1]!r} {r[2]} for {r[3]}: {r[4]!r}" for r in rows) or "none left open"
+
+
+@contextmanager
+def failing_rows(database_url: str, name: str, event: str, table: str, player_id: str) -> Iterator[None]:
+    """A real fault inside a transaction: trigger `name` raises 'injected failure' after an
+    `event` (INSERT or UPDATE) of a row of `table` whose player_id is `player_id`, once the
+    statement has written its rows; dropped at exit."""
+    run(
+        database_url,
+        f"""
+        CREATE FUNCTION {name}() RETURNS trigger AS $$
+        BEGIN
+            IF NEW.player_id = '{player_id}' THEN RAISE EXCEPTION 'injected failure'; END IF;
+            RETURN NEW;
+        END
+        $$ LANGUAGE plpgsql""",
+        f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW EXECUTE FUNCTION {name}()",
+    )
+    try:
+        yield
+    finally:
+        run(database_url, f"DROP TRIGGER {name} ON {table}", f"DROP FUNCTION {name}()")

@@ -149,19 +149,8 @@ async def test_a_failure_after_the_first_rating_row_leaves_no_trace(
     )
     before = await api.get_player(f"{mode}-x1")
     trigger = f"boom_{mode.replace('-', '_')}"
-    # A real fault inside the transaction: raised once the ratings statement has written its rows.
-    ddl.run(
-        database_url,
-        f"""
-        CREATE FUNCTION {trigger}() RETURNS trigger AS $$
-        BEGIN
-            IF NEW.player_id = '{mode}-x2' THEN RAISE EXCEPTION 'injected failure'; END IF;
-            RETURN NEW;
-        END
-        $$ LANGUAGE plpgsql""",
-        f"CREATE TRIGGER {trigger} AFTER UPDATE ON ratings FOR EACH ROW EXECUTE FUNCTION {trigger}()",
-    )
-    try:
+    # Raised once the ratings statement has written its rows.
+    with ddl.failing_rows(database_url, trigger, "UPDATE", "ratings", f"{mode}-x2"):
         with pytest.raises(ApiError) as caught:
             await api.post_match(
                 {
@@ -174,8 +163,6 @@ async def test_a_failure_after_the_first_rating_row_leaves_no_trace(
                 }
             )
         assert caught.value.status == 500
-    finally:
-        ddl.run(database_url, f"DROP TRIGGER {trigger} ON ratings", f"DROP FUNCTION {trigger}()")
     assert await api.get_player(f"{mode}-x1") == before
     with psycopg.connect(database_url) as conn:
         assert conn.execute(

@@ -227,24 +227,11 @@ async def test_a_database_error_applies_nothing_of_the_group(
     app: FastAPI, writers: Writers, api: AsyncClient, database_url: str, mode: str
 ) -> None:
     trigger = f"boom_{mode.replace('-', '_')}"
-    # A real fault in the write's statement, after the ratings are updated.
-    ddl.run(
-        database_url,
-        f"""
-        CREATE FUNCTION {trigger}() RETURNS trigger AS $$
-        BEGIN
-            IF NEW.player_id = '{mode}-z2' THEN RAISE EXCEPTION 'injected failure'; END IF;
-            RETURN NEW;
-        END
-        $$ LANGUAGE plpgsql""",
-        f"CREATE TRIGGER {trigger} AFTER INSERT ON match_players FOR EACH ROW EXECUTE FUNCTION {trigger}()",
-    )
-    try:
+    # In the write's statement, after the ratings are updated.
+    with ddl.failing_rows(database_url, trigger, "INSERT", "match_players", f"{mode}-z2"):
         items = [body(f"{mode}-{n}", mode, [f"{mode}-z1"], [f"{mode}-z{n + 2}"]) for n in range(5)]
         with pytest.raises(psycopg.errors.RaiseException):
             await record(writers, items)
-    finally:
-        ddl.run(database_url, f"DROP TRIGGER {trigger} ON match_players", f"DROP FUNCTION {trigger}()")
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT count(*) FROM matches WHERE mode = %s", (mode,)).fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM ratings WHERE mode = %s", (mode,)).fetchone() == (0,)
