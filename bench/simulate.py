@@ -21,7 +21,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+# bench/queue.py would shadow the standard library's queue module: import from the repository
+# root instead of from this folder.
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
 from app.simulation.population import Streams, build
 from app.simulation.reading import scenario_of
