@@ -75,10 +75,10 @@ def _options(timeout: float, cluster: ClusterUrl | None) -> dict[str, Any]:
             require_full_coverage=False,
             # No retry inside the client: redis-py 8.1's cluster pipeline, before each retry,
             # closes the connections to every node, those of commands in flight to healthy
-            # masters included, so while a master stayed down every script and sweep that met
-            # it cost the other masters' modes 503s and stalls. A command that fails is
-            # answered 503 with Retry-After (its mode only); the client re-reads the slot map
-            # before its next command, and the caller's retry reaches the new master.
+            # masters included, so a master that stays down would fail the other masters'
+            # modes too (tests/cluster/test_service.py holds such an outage). A command that
+            # fails is answered 503 with Retry-After (its mode only); the client re-reads the
+            # slot map before its next command, and the caller's retry reaches the new master.
             retry=Retry(NoBackoff(), 0),
         )
     return options
