@@ -99,9 +99,11 @@ async def size(session: AsyncSession, mode: str) -> int:
 
 
 async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> Standing:
-    await _min_matches(session, mode)
+    # One statement reads everything (the mode's rules too); only a miss asks whether the
+    # mode exists, to say which of the two is unknown.
     found = await repository.standing(session, mode, player_id, around)
     if found is None:
+        await _min_matches(session, mode)
         raise NotFound(f"player {player_id!r} has no rating in mode {mode!r}")
     if found.me.matches < found.min_matches:
         raise NotFound(
