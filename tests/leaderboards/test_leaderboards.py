@@ -186,7 +186,13 @@ async def test_unknown_mode_player_and_bad_cursor(
     api: AsyncClient, client: httpx.AsyncClient, admin_headers: Headers, mode: str
 ) -> None:
     assert (await client.get("/v1/leaderboards/no-such-mode", headers=admin_headers)).status_code == 404
-    assert (await standing(client, admin_headers, mode, "nobody")).status_code == 404
+    # A standing's one statement tells an unknown mode from a player without a rating there.
+    no_mode = await standing(client, admin_headers, "no-such-mode", "nobody")
+    assert no_mode.status_code == 404
+    assert "mode 'no-such-mode' does not exist" in no_mode.json()["detail"]
+    no_player = await standing(client, admin_headers, mode, "nobody")
+    assert no_player.status_code == 404
+    assert no_player.json()["detail"] == f"player 'nobody' has no rating in mode {mode!r}"
     bad = await client.get(
         f"/v1/leaderboards/{mode}", params={"cursor": "bm90IGEgY3Vyc29y"}, headers=admin_headers
     )
