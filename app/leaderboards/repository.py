@@ -37,8 +37,11 @@ def _page_sql(tiered: bool, one_tier: bool, following: bool) -> TextClause:
         if following
         else ""
     )
+    # Each row says whether a re-score is under way in the page's own snapshot, so the flag
+    # answered with the rows is theirs (the rules were read by a statement before).
     return text(f"""
-        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {tier}
+        SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {tier},
+               (SELECT rescore_after IS NOT NULL FROM modes WHERE name = :mode) AS rescoring
         FROM ratings r {"JOIN modes m ON m.name = r.mode" if tiered or one_tier else ""}
         WHERE r.mode = :mode AND {where} {after}
         ORDER BY r.conservative DESC, r.player_id
@@ -187,6 +190,12 @@ async def size(session: AsyncSession, mode: str) -> int:
     return int((await session.execute(_SIZE, {"mode": mode})).scalar_one())
 
 
+@dataclass(frozen=True, slots=True)
+class Page:
+    rows: list[Row]
+    rescoring: bool | None  # as the rows' snapshot saw it; None for no rows
+
+
 async def page(
     session: AsyncSession,
     mode: str,
@@ -195,7 +204,7 @@ async def page(
     limit: int,
     tiers: Sequence[str] = (),
     tier: int | None = None,
-) -> list[Row]:
+) -> Page:
     """A page of the leaderboard after the (conservative, player id) `after`, each row's tier
     named from the mode's `tiers`; of one tier's players when `tier` (an index) is given."""
     params: dict[str, Any] = {"mode": mode, "min_matches": min_matches, "limit": limit}
@@ -205,17 +214,20 @@ async def page(
         params |= {"after_c": after[0], "after_id": after[1]}
     statement = _PAGES[bool(tiers), tier is not None, after is not None]
     rows = (await session.execute(statement, params)).all()
-    return [
-        Row(
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            None if row[5] is None or row[5] >= len(tiers) else tiers[row[5]],
-        )
-        for row in rows
-    ]
+    return Page(
+        [
+            Row(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                None if row[5] is None or row[5] >= len(tiers) else tiers[row[5]],
+            )
+            for row in rows
+        ],
+        bool(rows[0][6]) if rows else None,
+    )
 
 
 async def standing(reads: Reads, mode: str, player_id: str, around: int) -> StandingRows | None:

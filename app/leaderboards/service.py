@@ -64,9 +64,10 @@ async def leaderboard(
         index = names.index(tier)
     after = None if cursor is None else _decode(cursor)
     names = [t["name"] for t in tiers]
-    rows = await repository.page(
+    found = await repository.page(
         session, mode, min_matches, after and (after[0], after[1]), limit + 1, names, index
     )
+    rows = found.rows
     first = 1 if after is None else after[2] + 1
     page = rows[:limit]
     entries = [entry(first + i, row) for i, row in enumerate(page)]
@@ -74,7 +75,7 @@ async def leaderboard(
     return LeaderboardPage(
         entries=entries,
         next_cursor=_encode(page[-1], entries[-1].rank) if more else None,
-        rescoring=rules.rescoring,
+        rescoring=rules.rescoring if found.rescoring is None else found.rescoring,
     )
 
 
