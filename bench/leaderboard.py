@@ -105,20 +105,22 @@ def timed(http: httpx.Client, paths: list[str]) -> list[float]:
     return out
 
 
+def one_v_one(own: random.Random, players: int, client: str) -> dict[str, Any]:
+    """A 1v1 match between two random seeded players, its id unique to `client`."""
+    a, b = own.sample(range(1, players + 1), 2)
+    return {
+        "match_id": f"{client}-{own.randrange(16**12):012x}",
+        "mode": MODE,
+        "teams": [{"players": [{"id": f"L{a}"}], "rank": 1}, {"players": [{"id": f"L{b}"}], "rank": 2}],
+    }
+
+
 async def _post_forever(base: str, key: str, players: int, number: int, posted: Any) -> None:
     """One posting client: 1v1 matches between random seeded players, one after another."""
     own = random.Random(number)
     async with RawHttp(base, key) as http:
         while True:
-            a, b = own.sample(range(1, players + 1), 2)
-            match = {
-                "match_id": f"w{number}-{own.randrange(16**12):012x}",
-                "mode": MODE,
-                "teams": [
-                    {"players": [{"id": f"L{a}"}], "rank": 1},
-                    {"players": [{"id": f"L{b}"}], "rank": 2},
-                ],
-            }
+            match = one_v_one(own, players, f"w{number}")
             status, body = await http.request("POST", "/v1/matches", json.dumps(match).encode())
             if status >= 300:
                 raise SystemExit(f"POST /v1/matches: {status} {body[:200]!r}")
@@ -189,15 +191,7 @@ def posts_during_retier(base: str, headers: dict[str, str], players: int) -> Non
         own = random.Random(100 + number)
         with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
             while not stop.is_set():
-                a, b = own.sample(range(1, players + 1), 2)
-                match = {
-                    "match_id": f"t{number}-{own.randrange(16**12):012x}",
-                    "mode": MODE,
-                    "teams": [
-                        {"players": [{"id": f"L{a}"}], "rank": 1},
-                        {"players": [{"id": f"L{b}"}], "rank": 2},
-                    ],
-                }
+                match = one_v_one(own, players, f"t{number}")
                 sent = time.perf_counter()
                 status = http.post("/v1/matches", json=match).status_code
                 took = (time.perf_counter() - sent) * 1000
