@@ -37,7 +37,7 @@ SPARE = 4
 WINDOW = 32
 # Backfills per chunk of the batched search: the tickets they reserve (and mostly leave)
 # keep later backfills of the chunk from the nearest ones until it ends.
-CHUNK = 32
+CHUNK = 64
 
 # The most combinations of one set per team a backfill's batched search scores; a pattern
 # with more (many teams with open slots) is searched one backfill at a time.
