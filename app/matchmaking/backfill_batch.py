@@ -158,27 +158,28 @@ def reserve(pool: Pool, free: FreeRows, opening: Opening, beta2: float) -> list[
     rows, skill = free.of(opening.group)
     targets = slot_targets(opening, skill)
     teams = np.flatnonzero(opening.open > 0)
-    starts = np.searchsorted(skill, targets[teams]).tolist()
+    starts = skill.searchsorted(targets[teams]).tolist()
     reserved: list[IntArray] = []
     held: list[IntArray] = []  # positions in `rows`, per team
     for team, at in zip(teams.tolist(), starts, strict=True):
         slots = int(opening.open[team])
         k = slots + SPARE
         window = free.around(opening.group, at, WINDOW)
-        window = window[pool.size[rows[window]] <= slots]
+        near_rows = rows[window]
+        size = pool.size[near_rows]
+        fits = size <= slots
+        if not fits.all():
+            window, near_rows, size = window[fits], near_rows[fits], size[fits]
         if len(window) < k:
             for positions in held:
                 free.release(opening.group, positions)
             return None
-        near_rows = rows[window]
-        promise = team_promise(
-            opening, team, targets, pool.size[near_rows], pool.mu[near_rows], pool.var[near_rows], beta2
-        )
+        promise = team_promise(opening, team, targets, size, pool.mu[near_rows], pool.var[near_rows], beta2)
         # The nearest by skill, then the most promising: where the pool is sparse (a target
         # at its edge) the best fill can pair a near ticket of large sigma with another.
-        nearest = np.argsort(np.abs(skill[window] - targets[team]), kind="stable")[:slots]
+        nearest = np.abs(skill[window] - targets[team]).argsort(kind="stable")[:slots]
         promise[nearest] = np.inf
-        near = window[np.argsort(-promise, kind="stable")[:k]]
+        near = window[(-promise).argsort(kind="stable")[:k]]
         # Held at once: the backfill's next team takes its window from the rows left.
         free.hold(opening.group, near)
         held.append(near)

@@ -133,8 +133,8 @@ class FreeRows:
         # Within `width` + (rows held) of `at`, `width` rows are not held on either side.
         span = width + self.holding[group]
         low = max(0, at - span)
-        free = low + np.flatnonzero(~held[low : at + span])
-        split = int(np.searchsorted(free, at))
+        free = low + (~held[low : at + span]).nonzero()[0]
+        split = int(free.searchsorted(at))
         near: IntArray = free[max(0, split - width) : split + width]
         return near
 
