@@ -155,7 +155,8 @@ class BackfillStore:
         head: list[str | bytes | int] = [*args[:2], len(keys) + 1, repr(now), len(tried)]
         for index, _ in tried:
             _, old, new, answers = fills[index]
-            joining = [name for name in new.players() if name not in set(old.players())]
+            before = set(old.players())
+            joining = [name for name in new.players() if name not in before]
             head += [old.backfill_id, old.version, new.to_json(), answers, len(joining), *joining]
         keys += [self.keys.backfills, self.keys.rostered]
         claimed = await run(self.redis, BACKFILL_CLAIM, keys, [*head, *args[2:]])

@@ -368,11 +368,14 @@ async def serve_records(
         fill_backfills, pool, openings, rules.env.beta, rules.relax, rules.latency, usable
     )
     chosen: list[tuple[Roster, Fill]] = []
+    names: dict[int, list[str]] = {}  # each fill's tickets' players, read once
     for roster, fill in zip(rosters, fills, strict=True):
         if fill is None:
             continue
+        for row in fill.rows:
+            names[row] = players_of(waiting.values[row])
         seated = {name for team in roster.teams for name in team}
-        if any(name in seated for row in fill.rows for name in players_of(waiting.values[row])):
+        if any(name in seated for row in fill.rows for name in names[row]):
             continue  # a roster player queued meanwhile: never in the game twice
         chosen.append((roster, fill))
     # The oldest backfills' fills go first; the tickets of those past the bound stay free for
@@ -386,7 +389,7 @@ async def serve_records(
     claims: list[tuple[ProposalClaim, Record, Record, str]] = []
     for proposal_id, (roster, fill) in zip(proposal_ids, chosen, strict=True):
         fillings[proposal_id] = Filling(roster.record.backfill_id, roster.teams)
-        joining = [[name for row in team for name in players_of(waiting.values[row])] for team in fill.teams]
+        joining = [[name for row in team for name in names[row]] for team in fill.teams]
         rated = [[pair for row in team for pair in ratings_of(waiting.values[row])] for team in fill.teams]
         base = roster.record
         if deadline is None:
