@@ -61,6 +61,10 @@ class Roster:
 
 
 def standing(record: Record, states: dict[str, str]) -> Roster:
+    if not record.fills:
+        # No fill pending or settling: the record is the roster as it stands (nothing to copy,
+        # as none of it changes; a matchmaking call stands every backfill).
+        return Roster(record, record.teams, record.ratings, [])
     teams = [list(team) for team in record.teams]
     ratings = [list(team) for team in record.ratings]
     kept: list[PendingFill] = []
