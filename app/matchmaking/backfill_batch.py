@@ -17,6 +17,7 @@ decides which backfills take this search (batched) and searches the others one a
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -36,7 +37,7 @@ SPARE = 4
 WINDOW = 32
 # Backfills per chunk of the batched search: the tickets they reserve (and mostly leave)
 # keep later backfills of the chunk from the nearest ones until it ends.
-CHUNK = 32
+CHUNK = 64
 
 # The most combinations of one set per team a backfill's batched search scores; a pattern
 # with more (many teams with open slots) is searched one backfill at a time.
@@ -59,9 +60,11 @@ def subsets(k: int, most: int) -> IntArray:
     return found
 
 
-def combinations(open_slots: IntArray, spare: int) -> int:
-    """How many combinations the batched search scores per backfill of this open pattern."""
-    return math.prod(len(subsets(int(o) + spare, int(o))) for o in open_slots if o > 0)
+@functools.cache
+def combinations(open_slots: tuple[int, ...], spare: int) -> int:
+    """How many combinations the batched search scores per backfill of this open pattern
+    (cached: asked for every backfill, of a few patterns)."""
+    return math.prod(len(subsets(o + spare, o)) for o in open_slots if o > 0)
 
 
 def best_fills(
@@ -114,16 +117,24 @@ def best_fills(
     best_scores = scores[np.arange(m), best]
     shape = [len(sets) for sets in team_sets]
     picks = np.unravel_index(best, shape) if shape else ()
+    # Per team, each backfill's chosen pool rows (-1 padding), as lists: one NumPy pass per
+    # team rather than per backfill.
+    joining: list[list[list[int]] | None] = [None] * teams
+    for team, rows, sets, pick in zip(open_teams, candidates, team_sets, picks, strict=True):
+        members = sets[pick]  # (m, open) positions among the backfill's candidates
+        at = rows[np.arange(m)[:, None], np.maximum(members, 0)]
+        joining[team] = np.where(members >= 0, at, -1).tolist()
     fills: list[tuple[tuple[int, ...], ...] | None] = []
-    for backfill in range(m):
-        if best_scores[backfill] == -np.inf:
+    for backfill, score in enumerate(best_scores.tolist()):
+        if score == -np.inf:
             fills.append(None)
             continue
-        chosen: list[tuple[int, ...]] = [() for _ in range(teams)]
-        for team, rows, sets, pick in zip(open_teams, candidates, team_sets, picks, strict=True):
-            members = sets[int(pick[backfill])]
-            chosen[team] = tuple(int(row) for row in rows[backfill, members[members >= 0]])
-        fills.append(tuple(chosen))
+        fills.append(
+            tuple(
+                () if chosen is None else tuple(row for row in chosen[backfill] if row >= 0)
+                for chosen in joining
+            )
+        )
     return fills, best_scores
 
 
@@ -134,40 +145,45 @@ def batched(pool: Pool, free: FreeRows, opening: Opening) -> bool:
         return False
     if pool.latencies is not None and opening.region is not None:
         return False
-    if combinations(opening.open, SPARE) > COMBINATIONS:
+    if combinations(tuple(opening.open.tolist()), SPARE) > COMBINATIONS:
         return False
-    return len(free.of(opening.group)[0]) >= WIDE * int(opening.open.sum())
+    return free.available(opening.group) >= WIDE * int(opening.open.sum())
 
 
 def reserve(pool: Pool, free: FreeRows, opening: Opening, beta2: float) -> list[IntArray] | None:
     """Per team with open slots, its open slots plus SPARE free rows that fit its slots (the
-    nearest its target skill and the most promising, team_promise, of the WINDOW each side of
-    it), taken out of the group's free rows (None, nothing taken, when a team's neighbourhood
-    holds too few that fit)."""
+    nearest its target skill and the most promising, team_promise, of the WINDOW rows not held
+    each side of it), held in the free rows until the chunk ends (None, nothing held, when a
+    team's neighbourhood holds too few that fit)."""
     rows, skill = free.of(opening.group)
     targets = slot_targets(opening, skill)
-    kept = np.ones(len(rows), dtype=np.bool_)
+    teams = np.flatnonzero(opening.open > 0)
+    starts = skill.searchsorted(targets[teams]).tolist()
     reserved: list[IntArray] = []
-    for team in np.flatnonzero(opening.open > 0).tolist():
+    held: list[IntArray] = []  # positions in `rows`, per team
+    for team, at in zip(teams.tolist(), starts, strict=True):
         slots = int(opening.open[team])
         k = slots + SPARE
-        at = int(np.searchsorted(skill, targets[team]))
-        low, high = max(0, at - WINDOW), at + WINDOW
-        window = low + np.flatnonzero(kept[low:high] & (pool.size[rows[low:high]] <= slots))
-        if len(window) < k:
-            return None
+        window = free.around(opening.group, at, WINDOW)
         near_rows = rows[window]
-        promise = team_promise(
-            opening, team, targets, pool.size[near_rows], pool.mu[near_rows], pool.var[near_rows], beta2
-        )
+        size = pool.size[near_rows]
+        fits = size <= slots
+        if not fits.all():
+            window, near_rows, size = window[fits], near_rows[fits], size[fits]
+        if len(window) < k:
+            for positions in held:
+                free.release(opening.group, positions)
+            return None
+        promise = team_promise(opening, team, targets, size, pool.mu[near_rows], pool.var[near_rows], beta2)
         # The nearest by skill, then the most promising: where the pool is sparse (a target
         # at its edge) the best fill can pair a near ticket of large sigma with another.
-        nearest = np.argsort(np.abs(skill[window] - targets[team]), kind="stable")[:slots]
+        nearest = np.abs(skill[window] - targets[team]).argsort(kind="stable")[:slots]
         promise[nearest] = np.inf
-        near = window[np.argsort(-promise, kind="stable")[:k]]
-        kept[near] = False
+        near = window[(-promise).argsort(kind="stable")[:k]]
+        # Held at once: the backfill's next team takes its window from the rows left.
+        free.hold(opening.group, near)
+        held.append(near)
         reserved.append(rows[near])
-    free.groups[opening.group] = rows[kept], skill[kept]
     return reserved
 
 
@@ -215,7 +231,6 @@ def fill_chunk(
         if quality >= relax.threshold(openings[index].age):
             fill = fills[index] = Fill(teams, quality)
             taken.extend(fill.rows)
-    # The reservations return: the group's free rows are rebuilt from every row not taken.
-    free.taken[taken] = True
-    free.groups.clear()
+    # The reservations return, but for the rows the fills took.
+    free.settle(taken)
     return late

@@ -85,6 +85,11 @@ def form_matches(
     order = fits[np.lexsort((skill, pool.group[fits]))]
     matches: list[Match] = []
     for rows in np.split(order, np.flatnonzero(np.diff(pool.group[order])) + 1):
+        if len(rows) < 2:
+            # A match seats two tickets at least (two teams or more, a ticket or more each).
+            # Groups of one are common: a matchmaking call puts each ticket its backfills'
+            # fills tried in a group of its own (queues/service.py).
+            continue
         if rule is None:
             matches += _matches_of(forming, rows, None)
         else:

@@ -61,6 +61,10 @@ class Roster:
 
 
 def standing(record: Record, states: dict[str, str]) -> Roster:
+    if not record.fills:
+        # No fill pending or settling: the record is the roster as it stands (nothing to copy,
+        # as none of it changes; a matchmaking call stands every backfill).
+        return Roster(record, record.teams, record.ratings, [])
     teams = [list(team) for team in record.teams]
     ratings = [list(team) for team in record.ratings]
     kept: list[PendingFill] = []
@@ -74,9 +78,7 @@ def standing(record: Record, states: dict[str, str]) -> Roster:
             for team, (names, rated) in enumerate(zip(fill.teams, fill.ratings, strict=True)):
                 teams[team] += names
                 ratings[team] += rated
-    folded = dataclasses.replace(
-        record, teams=[list(t) for t in teams], ratings=[list(r) for r in ratings], fills=kept
-    )
+    folded = record.with_roster(record.version, [list(t) for t in teams], [list(r) for r in ratings], kept)
     pending = [name for fill in kept for team in fill.teams for name in team]
     for fill in kept:
         for team, (names, rated) in enumerate(zip(fill.teams, fill.ratings, strict=True)):
@@ -298,17 +300,36 @@ async def count_backfills(redis: RedisClient, mode: str, team_size: int, now: fl
     return len(rosters), sum(max(0, team_size - len(team)) for roster in rosters for team in roster.teams)
 
 
-def _opening(roster: Roster, team_size: int, now: float) -> Opening:
-    record = roster.record
-    return Opening(
-        np.array([sum(r[0] for r in team) for team in roster.ratings], dtype=np.float64),
-        np.array([sum(r[1] * r[1] for r in team) for team in roster.ratings], dtype=np.float64),
-        np.array([len(team) for team in roster.teams], dtype=np.int64),
-        np.array([max(0, team_size - len(team)) for team in roster.teams], dtype=np.int64),
-        attribute_group(record.attributes),
-        record.region,
-        now - record.created_at,
+def _openings(rosters: Sequence[Roster], team_size: int, now: float) -> list[Opening]:
+    """The rosters as the fill search sees them (a mode's rosters all have its teams). Their
+    per-team sums are arrays for all the rosters at once, each roster's Opening a row of them:
+    four small arrays per backfill cost a matchmaking call more than the sums."""
+    mu = np.array(
+        [[sum(r[0] for r in team) for team in roster.ratings] for roster in rosters], dtype=np.float64
     )
+    var = np.array(
+        [[sum(r[1] * r[1] for r in team) for team in roster.ratings] for roster in rosters], dtype=np.float64
+    )
+    players = np.array([[len(team) for team in roster.teams] for roster in rosters], dtype=np.int64)
+    open_slots = np.maximum(team_size - players, 0)
+    groups: dict[str, int] = {}
+    openings = []
+    for number, roster in enumerate(rosters):
+        record = roster.record
+        if record.attributes not in groups:
+            groups[record.attributes] = attribute_group(record.attributes)
+        openings.append(
+            Opening(
+                mu[number],
+                var[number],
+                players[number],
+                open_slots[number],
+                groups[record.attributes],
+                record.region,
+                now - record.created_at,
+            )
+        )
+    return openings
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -360,7 +381,7 @@ async def serve_records(
         return Served([], [], [], [])
     rosters = await _standing(store, live)
     team_size = rules.shape.team_size
-    openings = [_opening(roster, team_size, now) for roster in rosters]
+    openings = _openings(rosters, team_size, now)
     pool = waiting.pool
     usable = np.ones(len(pool), dtype=np.bool_)
     usable[waiting.avoiding] = False
@@ -368,11 +389,14 @@ async def serve_records(
         fill_backfills, pool, openings, rules.env.beta, rules.relax, rules.latency, usable
     )
     chosen: list[tuple[Roster, Fill]] = []
+    names: dict[int, list[str]] = {}  # each fill's tickets' players, read once
     for roster, fill in zip(rosters, fills, strict=True):
         if fill is None:
             continue
+        for row in fill.rows:
+            names[row] = players_of(waiting.values[row])
         seated = {name for team in roster.teams for name in team}
-        if any(name in seated for row in fill.rows for name in players_of(waiting.values[row])):
+        if any(name in seated for row in fill.rows for name in names[row]):
             continue  # a roster player queued meanwhile: never in the game twice
         chosen.append((roster, fill))
     # The oldest backfills' fills go first; the tickets of those past the bound stay free for
@@ -383,28 +407,32 @@ async def serve_records(
     claimed_at = time.time()
     proposal_ids = new_ids(len(chosen), claimed_at)
     fillings: dict[str, Filling] = {}
+    waits = pool.waited.tolist()
     claims: list[tuple[ProposalClaim, Record, Record, str]] = []
     for proposal_id, (roster, fill) in zip(proposal_ids, chosen, strict=True):
         fillings[proposal_id] = Filling(roster.record.backfill_id, roster.teams)
-        joining = [[name for row in team for name in players_of(waiting.values[row])] for team in fill.teams]
+        joining = [[name for row in team for name in names[row]] for team in fill.teams]
         rated = [[pair for row in team for pair in ratings_of(waiting.values[row])] for team in fill.teams]
         base = roster.record
         if deadline is None:
-            new = dataclasses.replace(
-                base,
-                version=base.version + 1,
-                teams=[old + more for old, more in zip(base.teams, joining, strict=True)],
-                ratings=[old + more for old, more in zip(base.ratings, rated, strict=True)],
+            new = base.with_roster(
+                base.version + 1,
+                [old + more for old, more in zip(base.teams, joining, strict=True)],
+                [old + more for old, more in zip(base.ratings, rated, strict=True)],
+                base.fills,
             )
             answers = ""
         else:
-            new = dataclasses.replace(
-                base, version=base.version + 1, fills=[*base.fills, PendingFill(proposal_id, joining, rated)]
+            new = base.with_roster(
+                base.version + 1,
+                base.teams,
+                base.ratings,
+                [*base.fills, PendingFill(proposal_id, joining, rated)],
             )
             answers = json.dumps(
                 {name: "accepted" for team in roster.teams for name in team}, separators=(",", ":")
             )
-        waited = float(pool.waited[list(fill.rows)].max())
+        waited = max(waits[row] for row in fill.rows)
         claims.append((ProposalClaim(fill.teams, fill.quality, waited, base.region), base, new, answers))
     render = ProposalWriter(state, deadline, fillings)
     won = await store.claim(waiting, claims, proposal_ids, claimed_at, rules.ticket_ttl, render, deadline)

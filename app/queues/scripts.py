@@ -360,7 +360,9 @@ CLAIM = _CLAIMING + "return claim(3, function() return true end, function() end)
 # version the fill was chosen from, unexpired: two matchmaking calls never fill one slot twice,
 # and the holds keep a ticket out of a backfill and a match at once. The claim writes the
 # backfill's new record (its roster with the new players, its version one up), names the new
-# players in mm:v4:{mode}:rostered, and publishes the backfill's id (its long-polls wake).
+# players in mm:v4:{mode}:rostered, and publishes the backfill's id (its long-polls wake). The
+# fills' records, names and ids are written once the claim is decided, in one command each for
+# all the fills (one message on the events channel), not one per fill.
 # Under a ready check the roster's own players count as accepted from the start ("s:").
 # KEYS: as CLAIM's, then the backfills hash and the rostered hash (their numbers: ARGV[3], +1).
 # ARGV: seconds to keep, deadline ("0": none), the backfills hash's number in KEYS, now, the
@@ -372,34 +374,40 @@ BACKFILL_CLAIM = (
     + """
 local b, now = tonumber(ARGV[3]), tonumber(ARGV[4])
 local backfills, rostered = KEYS[b], KEYS[b + 1]
-local fill, at = {}, 6
+local fill, ids, at = {}, {}, 6
 for f = 1, tonumber(ARGV[5]) do
   local players = tonumber(ARGV[at + 4])
   fill[f] = {ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3], at + 5, players}
+  ids[f] = ARGV[at]
   at = at + 5 + players
 end
+local current = chunked('HMGET', backfills, ids)
 local function may(p)
-  local current = redis.call('HGET', backfills, fill[p][1])
-  if not current then return false end
-  local record = cjson.decode(current)
+  if not current[p] then return false end
+  local record = cjson.decode(current[p])
   return record.version == fill[p][2] and record.expires_at > now
 end
+-- The fills' writes, made once the claim is decided: one command each for all of them.
+local records, named, woken = {}, {}, {}
 local function won(p, proposal, id)
   local f = fill[p]
-  redis.call('HSET', backfills, f[1], f[3])
-  local named = {}
+  records[#records + 1] = f[1]
+  records[#records + 1] = f[3]
   for i = f[5], f[5] + f[6] - 1 do
     named[#named + 1] = ARGV[i]
     named[#named + 1] = f[1]
   end
-  if #named > 0 then redis.call('HSET', rostered, unpack(named)) end
   if f[4] ~= '' then
     proposal[#proposal + 1] = 's:' .. id
     proposal[#proposal + 1] = '{"answers":' .. f[4] .. ',"deadline":' .. ARGV[2] .. '}'
   end
-  publish({f[1]})
+  woken[#woken + 1] = f[1]
 end
-return claim(at, may, won)
+local claimed = claim(at, may, won)
+if #records > 0 then chunked('HSET', backfills, records) end
+if #named > 0 then chunked('HSET', rostered, named) end
+publish(woken)
+return claimed
 """
 )
 
