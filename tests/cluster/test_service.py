@@ -47,6 +47,9 @@ class Load:
     answers: list[tuple[float, str, int, str | None]] = field(
         default_factory=list
     )  # t, mode, status, Retry-After
+    # Players' names start with it: a second round of load on the same modes names new
+    # players, since the first round's last tickets may still be queued (409 otherwise).
+    prefix: str = "w"
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +81,7 @@ async def feed(bases: list[str], modes: list[str], load: Load, until: float, wor
             if time.monotonic() > until:
                 return
             mode = modes[n % len(modes)]
-            players = [f"w{worker}-{n}-{i}" for i in range(10)]
+            players = [f"{load.prefix}{worker}-{n}-{i}" for i in range(10)]
             response = await http.post(
                 f"{bases[n % 2]}/v1/queues/{mode}/tickets/batch",
                 json={"tickets": [{"players": [player]} for player in players]},
@@ -250,7 +253,7 @@ async def test_a_killed_master_costs_its_modes_503s_until_its_replica_takes_over
     unavailable = [(t, mode) for t, mode, status, _ in load.answers if status == 503]
     assert all(t >= killed_at for t, _ in unavailable)
     # Recovery without a restart: a fresh round of load answers only 200s, on every mode.
-    after = Load()
+    after = Load(prefix="a")
     after.tickets, after.proposals, after.players, after.unsure = (
         load.tickets,
         load.proposals,
