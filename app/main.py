@@ -71,7 +71,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await resources.tickets.stop()
             await resources.matches.close()
             await resources.batches.close()
-            await resources.reads.close()
             maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await maintenance

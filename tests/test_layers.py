@@ -209,18 +209,13 @@ def test_inside_a_domain_package_repositories_and_schemas_sit_below_services(
     assert wrong == []
 
 
-# Handles a router passes on to a service, as it passes the request's session: the hot reads'
-# one-round-trip transactions. They run the SQL a service's repository gives them.
-HANDLES = {"app.db.reads"}
-
-
 def test_routers_and_pages_call_services_never_sql() -> None:
     wrong = [
         f"{source} imports {target}"
         for source, targets in GRAPH.items()
         if unit(source) in {"api", "ui"}
         for target in targets
-        if target not in HANDLES and (target.rpartition(".")[2] == "repository" or unit(target) == "db")
+        if target.rpartition(".")[2] == "repository" or unit(target) == "db"
     ]
     assert wrong == []
 

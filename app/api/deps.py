@@ -17,7 +17,6 @@ from app.auth.keys import Scope
 from app.auth.rate_limit import TokenBuckets
 from app.auth.service import Principal
 from app.config import Settings
-from app.db.reads import Reads
 from app.errors import TooManyRequests, Unauthorized
 from app.infra.redis_client import RedisClient
 from app.matches import group_commit
@@ -33,8 +32,6 @@ from app.queues.watch import TicketWatch
 # batch's locks held only while it writes; the others check and prepare their items meanwhile
 # (bench/api_matches.py --batch 1000: docs/benchmarks.md, issue #23).
 BATCH_WRITERS = 1
-# Hot reads one process has in flight at once (app.db.reads); more wait for a turn.
-READERS = 4
 
 
 @dataclass
@@ -53,8 +50,6 @@ class Resources:
     matches: GroupCommit = field(init=False)
     # Batch posts are recorded here, BATCH_WRITERS at a time.
     batches: Writers = field(init=False)
-    # The hot reads' one-round-trip transactions (app.db.reads).
-    reads: Reads = field(init=False)
 
     def __post_init__(self) -> None:
         self.limits = TokenBuckets(self.settings.rate_limit_per_s, self.settings.rate_limit_burst)
@@ -65,7 +60,6 @@ class Resources:
         writers = Writers(self.engine, self.sessions, self.settings, group_commit.WRITERS)
         self.matches = GroupCommit(writers)
         self.batches = Writers(self.engine, self.sessions, self.settings, BATCH_WRITERS)
-        self.reads = Reads(self.engine, self.settings, READERS)
 
 
 # Dependencies are `async def` even when they do not await: FastAPI runs plain `def`
@@ -94,13 +88,6 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 # never told 201 for a write whose commit then failed (or whose process then died).
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 RedisDep = Annotated[RedisClient, Depends(get_redis)]
-
-
-async def get_reads(res: Annotated[Resources, Depends(resources)]) -> Reads:
-    return res.reads
-
-
-ReadsDep = Annotated[Reads, Depends(get_reads)]
 
 
 async def get_ticket_watch(res: Annotated[Resources, Depends(resources)]) -> TicketWatch:

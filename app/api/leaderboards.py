@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app import pagination
-from app.api.deps import ReadKey, ReadsDep, SessionDep
+from app.api.deps import ReadKey, SessionDep
 from app.errors import ValidationFailed
 from app.ids import Identifier
 from app.leaderboards import service
@@ -53,7 +53,6 @@ async def get_standing(
     mode: Identifier,
     player_id: Identifier,
     session: SessionDep,
-    reads: ReadsDep,
     _: ReadKey,
     around: Annotated[int, Query(ge=0, le=100)] = 5,
     season: Annotated[Identifier | None, Query(description=SEASON)] = None,
@@ -61,5 +60,5 @@ async def get_standing(
     """The player's exact rank, the leaderboard's size, and `around` neighbours each side.
     404 when the player is not on the leaderboard (no rating, or too few matches)."""
     if season is None:
-        return await service.standing(reads, mode, player_id, around)
-    return await seasons.standing(session, reads, mode, season, player_id, around)
+        return await service.standing(session, mode, player_id, around)
+    return await seasons.standing(session, mode, season, player_id, around)

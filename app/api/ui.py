@@ -163,5 +163,5 @@ async def player(
     res: ResourcesDep,
     mode: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response:
-    build = lambda key: pages.player_page(session, res.reads, player_id, mode, key.modes)  # noqa: E731
+    build = lambda key: pages.player_page(session, player_id, mode, key.modes)  # noqa: E731
     return await _signed_in_page(request, res, "player.html", build, mode)

@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.conservative import base_tier_sql, conservative_sql, current_tier_sql
 from app.db.locks import COMPACT_LOCK_CLASS
-from app.db.reads import Reads
 
 _RULES = text(
     "SELECT min_matches_for_leaderboard, tiers, rescore_after IS NOT NULL FROM modes WHERE name = :mode"
@@ -67,11 +66,11 @@ _TIER_COUNTS = text("""
 # The player's row, their rank (1 + eligible players ahead: the buckets ahead from the
 # counts, the rest of their own bucket from the index), the total, and `around`
 # neighbours on each side, all from one snapshot.
-_STANDING_SQL = f"""
+_STANDING = text(f"""
     WITH mo AS (
         SELECT min_matches_for_leaderboard AS min_matches, leaderboard_bucket_width AS w, tiers,
                rescore_after IS NOT NULL AS rescoring
-        FROM modes WHERE name = %(mode)s
+        FROM modes WHERE name = :mode
     ), me AS (
         SELECT r.player_id, r.mu, r.sigma, r.conservative AS c, r.matches, {current_tier_sql()} AS tier,
                leaderboard_bucket(r.conservative, mo.w) AS b,
@@ -80,16 +79,16 @@ _STANDING_SQL = f"""
                     THEN (leaderboard_bucket(r.conservative, mo.w) + 1.001) * mo.w
                     ELSE 'infinity'::float8 END AS top
         FROM ratings r JOIN modes m ON m.name = r.mode, mo
-        WHERE r.mode = %(mode)s AND r.player_id = %(player_id)s
+        WHERE r.mode = :mode AND r.player_id = :player_id
     ), ahead AS (
         SELECT (SELECT coalesce(sum(d.delta), 0) FROM leaderboard_deltas d
-                WHERE d.mode = %(mode)s AND d.bucket > me.b)
+                WHERE d.mode = :mode AND d.bucket > me.b)
              + (SELECT count(*) FROM ratings r, mo
-                WHERE r.mode = %(mode)s AND r.conservative >= me.c AND r.conservative < me.top
+                WHERE r.mode = :mode AND r.conservative >= me.c AND r.conservative < me.top
                   AND leaderboard_bucket(r.conservative, mo.w) = me.b
                   AND r.matches >= mo.min_matches
                   AND (r.conservative > me.c OR r.player_id < me.player_id)) AS n,
-               (SELECT coalesce(sum(d.delta), 0) FROM leaderboard_deltas d WHERE d.mode = %(mode)s) AS total
+               (SELECT coalesce(sum(d.delta), 0) FROM leaderboard_deltas d WHERE d.mode = :mode) AS total
         FROM me
     )
     SELECT 0 AS side, me.player_id, me.mu, me.sigma, me.c AS conservative, me.matches,
@@ -102,10 +101,10 @@ _STANDING_SQL = f"""
     FROM me, mo, LATERAL (
         SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {current_tier_sql()} AS tier
         FROM ratings r JOIN modes m ON m.name = r.mode
-        WHERE r.mode = %(mode)s AND r.conservative >= me.c AND r.matches >= mo.min_matches
+        WHERE r.mode = :mode AND r.conservative >= me.c AND r.matches >= mo.min_matches
           AND (r.conservative > me.c OR r.player_id < me.player_id)
         ORDER BY r.conservative, r.player_id DESC
-        LIMIT %(around)s
+        LIMIT :around
     ) AS n
     UNION ALL
     SELECT 1, n.player_id, n.mu, n.sigma, n.conservative, n.matches, 0, 0, 0, mo.tiers -> n.tier ->> 'name',
@@ -113,15 +112,12 @@ _STANDING_SQL = f"""
     FROM me, mo, LATERAL (
         SELECT r.player_id, r.mu, r.sigma, r.conservative, r.matches, {current_tier_sql()} AS tier
         FROM ratings r JOIN modes m ON m.name = r.mode
-        WHERE r.mode = %(mode)s AND r.conservative <= me.c AND r.matches >= mo.min_matches
+        WHERE r.mode = :mode AND r.conservative <= me.c AND r.matches >= mo.min_matches
           AND (r.conservative < me.c OR r.player_id > me.player_id)
         ORDER BY r.conservative DESC, r.player_id
-        LIMIT %(around)s
+        LIMIT :around
     ) AS n
-    UNION ALL
-    -- The mode exists (a player without a rating there is a 404 of its own).
-    SELECT 2, NULL, NULL, NULL, NULL, NULL, 0, 0, mo.min_matches, NULL, mo.rescoring FROM mo
-"""
+""")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +132,7 @@ class Row:
 
 @dataclass(frozen=True, slots=True)
 class StandingRows:
-    me: Row | None  # None: no rating in the mode
+    me: Row
     ahead: int
     total: int
     min_matches: int
@@ -230,26 +226,25 @@ async def page(
     )
 
 
-async def standing(reads: Reads, mode: str, player_id: str, around: int) -> StandingRows | None:
-    """The player's rank and neighbours (`me` None when the player has no rating in the mode);
-    None for an unknown mode."""
-    rows = await reads.rows(_STANDING_SQL, {"mode": mode, "player_id": player_id, "around": around})
-    if not rows:
-        return None
+async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> StandingRows | None:
+    """The player's rank and neighbours; None when the player has no rating in the mode."""
+    rows = (await session.execute(_STANDING, {"mode": mode, "player_id": player_id, "around": around})).all()
     mine = [r for r in rows if r.side == 0]
-    me = mine[0] if mine else None
+    if not mine:
+        return None
+    me = mine[0]
     return StandingRows(
-        me=None if me is None else Row(me.player_id, me.mu, me.sigma, me.conservative, me.matches, me.tier),
-        ahead=0 if me is None else int(me.ahead),
-        total=0 if me is None else int(me.total),
-        min_matches=int(rows[-1].min_matches),
+        me=Row(me.player_id, me.mu, me.sigma, me.conservative, me.matches, me.tier),
+        ahead=int(me.ahead),
+        total=int(me.total),
+        min_matches=int(me.min_matches),
         above=[
             Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier) for r in rows if r.side == -1
         ],
         below=[
             Row(r.player_id, r.mu, r.sigma, r.conservative, r.matches, r.tier) for r in rows if r.side == 1
         ],
-        rescoring=bool(rows[-1].rescoring),
+        rescoring=bool(me.rescoring),
     )
 
 

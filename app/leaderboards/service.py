@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import pagination
-from app.db.reads import Reads
 from app.errors import NotFound, UnknownMode, ValidationFailed
 from app.leaderboards import repository
 from app.leaderboards.repository import Row
@@ -100,12 +99,12 @@ async def size(session: AsyncSession, mode: str) -> int:
     return await repository.size(session, mode)
 
 
-async def standing(reads: Reads, mode: str, player_id: str, around: int) -> Standing:
-    # One statement reads everything (the mode's rules too), in one round trip (app.db.reads).
-    found = await repository.standing(reads, mode, player_id, around)
+async def standing(session: AsyncSession, mode: str, player_id: str, around: int) -> Standing:
+    # One statement reads everything (the mode's rules too); only a miss asks whether the
+    # mode exists, to say which of the two is unknown.
+    found = await repository.standing(session, mode, player_id, around)
     if found is None:
-        raise UnknownMode(mode)
-    if found.me is None:
+        await _min_matches(session, mode)
         raise NotFound(f"player {player_id!r} has no rating in mode {mode!r}")
     if found.me.matches < found.min_matches:
         raise NotFound(

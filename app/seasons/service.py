@@ -26,7 +26,6 @@ from app.db.bulk import unbounded
 from app.db.commit_hooks import after_commit
 from app.db.locks import SHARED_LOCK_SQL, lock_mode
 from app.db.models import Mode, Season
-from app.db.reads import Reads
 from app.errors import Conflict, NotFound, ServiceUnavailable, UnknownMode
 from app.leaderboards import service as leaderboards
 from app.leaderboards.schemas import LeaderboardPage, Standing
@@ -253,13 +252,11 @@ async def leaderboard(
     return await _archived_page(session, ended, limit, cursor)
 
 
-async def standing(
-    session: AsyncSession, reads: Reads, mode: str, season: str, player_id: str, around: int
-) -> Standing:
+async def standing(session: AsyncSession, mode: str, season: str, player_id: str, around: int) -> Standing:
     """A player's standing in `season`: as archived when it ended, live for the current one."""
     ended = await find(session, mode, season)
     if ended is None:
-        return await leaderboards.standing(reads, mode, player_id, around)
+        return await leaderboards.standing(session, mode, player_id, around)
     return await _archived_standing(session, ended, player_id, around)
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.reads import Reads
 from app.errors import NotFound
 from app.ids import ModeScope
 from app.infra.redis_client import UNAVAILABLE, RedisClient
@@ -105,7 +104,7 @@ async def _smooth_note(session: AsyncSession, job_id: str | None) -> dict[str, A
 
 
 async def player_page(
-    session: AsyncSession, reads: Reads, player_id: str, mode: str | None, within: ModeScope
+    session: AsyncSession, player_id: str, mode: str | None, within: ModeScope
 ) -> dict[str, Any]:
     """The player in `mode`, or in the first of their modes `within` allows."""
     player = await players.get_player(session, player_id, within)
@@ -117,7 +116,7 @@ async def player_page(
     online = [Point(p.t, p.mu, p.sigma) for p in curve.online]
     smoothed = [Point(p.t, p.mu, p.sigma) for p in curve.smoothed or []]
     try:
-        standing = await leaderboards.standing(reads, chosen, player_id, 0)
+        standing = await leaderboards.standing(session, chosen, player_id, 0)
     except NotFound:
         standing = None  # unrated in this mode, or below the leaderboard's minimum
     matches = await players.player_matches(session, player_id, chosen, RECENT_MATCHES, None)

@@ -186,7 +186,7 @@ async def test_unknown_mode_player_and_bad_cursor(
     api: AsyncClient, client: httpx.AsyncClient, admin_headers: Headers, mode: str
 ) -> None:
     assert (await client.get("/v1/leaderboards/no-such-mode", headers=admin_headers)).status_code == 404
-    # A standing's one statement tells an unknown mode from a player without a rating there.
+    # A standing is one statement; only a miss asks whether the mode exists, to say which.
     no_mode = await standing(client, admin_headers, "no-such-mode", "nobody")
     assert no_mode.status_code == 404
     assert "mode 'no-such-mode' does not exist" in no_mode.json()["detail"]
